@@ -1,0 +1,41 @@
+# respool — see `make help`.
+SHELL := /bin/bash
+GO ?= go
+# Nested modules with their own go.mod (heavy or test-only dependencies).
+MODULES := . bench integration
+STATICCHECK_VERSION := v0.7.0
+BENCH_COUNT ?= 10
+BENCH_TIME ?= 200ms
+
+.PHONY: help test test-race test-unit test-integration lint bench demo check tidy
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
+
+test: test-unit test-integration ## every test of every module, with -race (installs MariaDB if missing)
+
+test-race: test ## same as test: every test runs with -race
+
+test-unit: ## unit tests of the library and the bench module, with -race
+	$(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -race -count=1 ./...
+
+test-integration: ## tests against real PostgreSQL and MariaDB servers started on loopback
+	bash scripts/ensure-mariadb.sh
+	cd integration && $(GO) test -race -count=1 ./...
+
+lint: ## go vet, staticcheck and a gofmt check on every module
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(MODULES); do (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
+
+bench: ## pool benchmarks beside puddle, database/sql and a channel pool; prints ratios to puddle
+	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios
+
+demo: ## run the quickstart example on an in-memory factory
+	cd examples && $(GO) run ./quickstart
+
+check: lint test ## lint and every test
+
+tidy: ## go mod tidy in every module
+	@for m in $(MODULES) examples; do (cd $$m && $(GO) mod tidy) || exit 1; done

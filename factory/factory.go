@@ -1,0 +1,73 @@
+package factory
+
+import (
+	"context"
+	"errors"
+)
+
+// Factory creates, checks and destroys the objects of a pool.
+//
+// Implementations must be safe for concurrent use: a pool calls Create, Test
+// and Destroy from several goroutines at once, though never two methods on the
+// same object at the same time.
+type Factory[T any] interface {
+	// Create makes a new object. ctx carries the pool's CreateTimeout; it is
+	// not cancelled because the caller who triggered the creation went away.
+	Create(ctx context.Context) (T, error)
+	// Validate reports, quickly and without I/O, whether obj is still usable.
+	// A non-nil error means the object is destroyed.
+	Validate(obj T) error
+	// Test checks obj thoroughly (for example a ping), bounded by ctx, which
+	// carries the pool's TestTimeout. A non-nil error means the object is
+	// destroyed.
+	Test(ctx context.Context, obj T) error
+	// Destroy releases obj. Its error is logged, never returned to a caller.
+	Destroy(obj T) error
+}
+
+// ErrNoCreate is returned by Funcs.Create when no Create function was set.
+var ErrNoCreate = errors.New("factory: no Create function")
+
+// Funcs is a Factory made of functions. Create is required; a nil Validate or
+// Test accepts every object and a nil Destroy does nothing.
+type Funcs[T any] struct {
+	CreateFunc   func(ctx context.Context) (T, error)
+	ValidateFunc func(obj T) error
+	TestFunc     func(ctx context.Context, obj T) error
+	DestroyFunc  func(obj T) error
+}
+
+var _ Factory[int] = Funcs[int]{}
+
+// Create calls CreateFunc.
+func (f Funcs[T]) Create(ctx context.Context) (T, error) {
+	if f.CreateFunc == nil {
+		var zero T
+		return zero, ErrNoCreate
+	}
+	return f.CreateFunc(ctx)
+}
+
+// Validate calls ValidateFunc, if set.
+func (f Funcs[T]) Validate(obj T) error {
+	if f.ValidateFunc == nil {
+		return nil
+	}
+	return f.ValidateFunc(obj)
+}
+
+// Test calls TestFunc, if set.
+func (f Funcs[T]) Test(ctx context.Context, obj T) error {
+	if f.TestFunc == nil {
+		return nil
+	}
+	return f.TestFunc(ctx, obj)
+}
+
+// Destroy calls DestroyFunc, if set.
+func (f Funcs[T]) Destroy(obj T) error {
+	if f.DestroyFunc == nil {
+		return nil
+	}
+	return f.DestroyFunc(obj)
+}

@@ -1,0 +1,159 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const errNoPostgres = "integration: no Docker engine and no PostgreSQL server binaries (postgres, initdb) on PATH or in /usr/lib/postgresql/*/bin: " +
+	"install postgresql (apt-get install -y --no-install-recommends postgresql) or start a Docker engine"
+
+// StartPostgres starts a PostgreSQL server, in Docker if an engine answers
+// and from the local binaries otherwise. The caller must Stop it.
+func StartPostgres(ctx context.Context) (*Server, error) {
+	start := time.Now()
+	docker, err := useDocker()
+	if err != nil {
+		return nil, err
+	}
+	var s *Server
+	if docker {
+		s, err = startPostgresContainer(ctx)
+	} else {
+		s, err = startLocalPostgres(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Startup = time.Since(start)
+	return s, nil
+}
+
+// startLocalPostgres runs initdb and postgres in a new temporary directory
+// owned by the server's OS user: the postgres user when we are root, since
+// PostgreSQL refuses to run as root.
+func startLocalPostgres(ctx context.Context) (_ *Server, err error) {
+	postgresBin, ok := findBinary("postgres", postgresDirs)
+	if !ok {
+		return nil, errors.New(errNoPostgres)
+	}
+	// initdb must match the server's version: take it from the real binary's directory.
+	real, err := filepath.EvalSymlinks(postgresBin)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	initdb, err := exec.LookPath(filepath.Join(filepath.Dir(real), "initdb"))
+	if err != nil {
+		return nil, errors.New(errNoPostgres)
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := makeDir(KindPostgres)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("servers: %w", err)
+		}
+	}
+
+	// The bootstrap superuser is the test user, as in the Docker image.
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(DefaultPassword+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	data, logPath := filepath.Join(dir, "data"), filepath.Join(dir, "postgres.log")
+	if err := runTool(ctx, logPath, cred, initdb, "-D", data, "-U", DefaultUser, "--pwfile", pwfile,
+		"--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		return nil, err
+	}
+
+	for attempt := 1; ; attempt++ {
+		s, err := runPostgres(ctx, postgresBin, dir, data, logPath, cred)
+		if err == nil || !errors.Is(err, errExited) || attempt == 3 {
+			return s, err
+		}
+	}
+}
+
+// runPostgres starts postgres on a free port, waits until the test user can
+// log in over TCP and creates the test database.
+func runPostgres(ctx context.Context, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	// SIGINT is PostgreSQL's fast shutdown: it disconnects clients.
+	p, err := startProcess(logPath, cred, syscall.SIGINT, bin,
+		"-D", data, "-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		Kind: KindPostgres, Backend: BackendLocal,
+		Host: "127.0.0.1", Port: port,
+		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
+		stop: func(ctx context.Context) error {
+			return errors.Join(p.stop(ctx), os.RemoveAll(dir))
+		},
+	}
+	admin := &Server{Host: s.Host, Port: s.Port, User: s.User, Password: s.Password,
+		Database: "postgres"} // exists after initdb
+	var conn *pgx.Conn
+	err = p.waitReady(ctx, func(ctx context.Context) (err error) {
+		conn, err = pgx.Connect(ctx, admin.PgxDSN())
+		return err
+	})
+	if err == nil {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+DefaultDatabase)
+		if err = errors.Join(err, conn.Close(ctx)); err != nil {
+			err = fmt.Errorf("servers: postgres: create database: %w", err)
+		}
+	}
+	if err != nil {
+		_ = p.stop(ctx) // keep dir: the caller may retry in it
+		return nil, err
+	}
+	return s, nil
+}
+
+// postgresCredential returns the credential of the postgres OS user when we
+// are root, and nil (run as ourselves) otherwise.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("integration: running as root and PostgreSQL refuses root, but there is no postgres OS user: %v", err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("servers: postgres uid %q: %w", u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("servers: postgres gid %q: %w", u.Gid, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}

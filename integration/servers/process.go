@@ -1,0 +1,135 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	pollInterval = 20 * time.Millisecond // between readiness attempts
+	stopGrace    = 15 * time.Second      // before a stopping server is killed
+	logTailLines = 20
+)
+
+// errExited reports that a server process exited before it became ready.
+var errExited = errors.New("server process exited")
+
+// process is a running server process whose stdout and stderr go to logPath.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	stopSig syscall.Signal
+	done    chan struct{} // closed once the process has exited and waitErr is set
+	waitErr error
+}
+
+// startProcess starts path with args as the user in cred (nil: ourselves).
+// stopSig is sent by stop and, on Linux, when the test process dies.
+func startProcess(logPath string, cred *syscall.Credential, stopSig syscall.Signal, path string, args ...string) (*process, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	defer f.Close() // the child keeps its own descriptor
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = sysProcAttr(cred, stopSig)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("servers: start %s: %w", filepath.Base(path), err)
+	}
+	p := &process{cmd: cmd, logPath: logPath, stopSig: stopSig, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop signals the process and waits for it to exit, killing it after
+// stopGrace or when ctx ends. On return the process has exited.
+func (p *process) stop(ctx context.Context) error {
+	select {
+	case <-p.done:
+		if p.waitErr != nil {
+			return fmt.Errorf("servers: %s had exited: %v", p.name(), p.waitErr)
+		}
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(p.stopSig)
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return fmt.Errorf("servers: %s did not stop on %v; killed", p.name(), p.stopSig)
+}
+
+func (p *process) name() string { return filepath.Base(p.cmd.Path) }
+
+// waitReady calls try every pollInterval until it succeeds, the process
+// exits (the error wraps errExited) or ctx ends. Errors include the log tail.
+func (p *process) waitReady(ctx context.Context, try func(context.Context) error) error {
+	var last error
+	for {
+		attempt, cancel := context.WithTimeout(ctx, time.Second)
+		last = try(attempt)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		t := time.NewTimer(pollInterval)
+		select {
+		case <-t.C:
+		case <-p.done:
+			t.Stop()
+			return fmt.Errorf("servers: %s: %w (%v)%s", p.name(), errExited, p.waitErr, logTail(p.logPath))
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("servers: %s not ready: %w; last attempt: %v%s", p.name(), ctx.Err(), last, logTail(p.logPath))
+		}
+	}
+}
+
+// runTool runs a setup program to completion, appending its output to
+// logPath. Its error includes the log tail.
+func runTool(ctx context.Context, logPath string, cred *syscall.Credential, path string, args ...string) error {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = sysProcAttr(cred, syscall.SIGKILL)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("servers: %s: %w%s", filepath.Base(path), err, logTail(logPath))
+	}
+	return nil
+}
+
+// logTail returns the last lines of the log at path, formatted to follow an
+// error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return "\n--- tail of " + path + " ---\n" + strings.Join(lines, "\n")
+}

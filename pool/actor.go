@@ -1,0 +1,336 @@
+package pool
+
+import (
+	"context"
+	"slices"
+
+	"github.com/respool/respool/leak"
+)
+
+type msgKind uint8
+
+const (
+	msgTake      msgKind = iota // a caller wants an object created (w nil: for nobody in particular)
+	msgCreated                  // a creation ended (obj or err)
+	msgTested                   // an idle object's Test ended (e, err)
+	msgDestroyed                // an object has been destroyed (e)
+	msgStats                    // a caller wants the number of takes (reply)
+)
+
+// message is what the actor receives. It is sent by value, so sending one
+// allocates nothing.
+type message[T any] struct {
+	kind  msgKind
+	w     *waiter[T]
+	e     *entry[T]
+	obj   T
+	err   error
+	reply chan<- uint64 // msgStats
+}
+
+// actor owns the pool's decisions. Every field here is touched only by the
+// actor goroutine; the atomics on Pool that mirror them are written only by it.
+type actor[T any] struct {
+	p        *Pool[T]
+	pending  []*waiter[T]           // callers that asked for a creation, oldest first
+	all      map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
+	total    int                    // entries alive plus creations in flight
+	creating int
+	anon     int // creations in flight for nobody in particular (MinIdle, TryTake)
+	testing  int
+	lastTick int64  // pool time of the previous tick
+	retired  uint64 // takes of objects already destroyed
+	closing  bool
+
+	hook func(string) // tests only: called after each event is handled
+}
+
+func newActor[T any](p *Pool[T], hook func(string)) *actor[T] {
+	return &actor[T]{p: p, all: make(map[*entry[T]]struct{}), lastTick: p.now.Load(), hook: hook}
+}
+
+func (a *actor[T]) run() {
+	p := a.p
+	ticker := p.cfg.Clock.NewTicker(p.cfg.ValidationInterval)
+	defer ticker.Stop()
+	a.refill()
+	closing := p.closing
+	for {
+		var ev string
+		select {
+		case m := <-p.mailbox:
+			ev = a.handle(m)
+		case t := <-ticker.C():
+			a.tick(nanos(t))
+			ev = "tick"
+		case <-closing:
+			closing = nil // handled once
+			a.startClose()
+			ev = "close"
+		}
+		if a.hook != nil {
+			a.hook(ev)
+		}
+		if a.closing && a.total == 0 {
+			p.wg.Wait() // every pool goroutine has sent its last message
+			p.finalTakes.Store(a.retired)
+			close(p.done)
+			return
+		}
+	}
+}
+
+func (a *actor[T]) handle(m message[T]) string {
+	switch m.kind {
+	case msgTake:
+		a.onTake(m.w)
+		return "take"
+	case msgCreated:
+		a.onCreated(m.w, m.obj, m.err)
+		return "created"
+	case msgTested:
+		a.onTested(m.e, m.err)
+		return "tested"
+	case msgDestroyed:
+		a.onDestroyed(m.e)
+		return "destroyed"
+	case msgStats:
+		m.reply <- a.takes()
+		return "stats"
+	}
+	return "unknown"
+}
+
+func (a *actor[T]) onTake(w *waiter[T]) {
+	if a.closing {
+		return // the caller sees Pool.closing
+	}
+	if w == nil { // TryTake: make one object for whoever comes next
+		if a.anon == 0 && len(a.p.idle) == 0 && a.canCreate() {
+			a.startCreate(nil)
+		}
+		return
+	}
+	a.pending = append(a.pending, w)
+	if len(a.pending) > 2*a.p.cfg.MaxQueueSize { // callers that left long ago
+		a.pending = slices.DeleteFunc(a.pending, func(w *waiter[T]) bool { return w.state.Load() != waiterWaiting })
+	}
+	a.startCreates()
+}
+
+// startCreates starts a creation for each pending caller still waiting, as
+// far as MaxObjects and MaxConcurrentCreates allow.
+func (a *actor[T]) startCreates() {
+	for len(a.pending) > 0 && a.canCreate() {
+		w := a.pending[0]
+		a.pending[0] = nil
+		a.pending = a.pending[1:]
+		if w.state.Load() == waiterWaiting {
+			a.startCreate(w)
+		}
+	}
+}
+
+func (a *actor[T]) canCreate() bool {
+	return !a.closing && a.total < a.p.cfg.MaxObjects && a.creating < a.p.cfg.MaxConcurrentCreates
+}
+
+// startCreate creates an object for w (nil: for the idle channel), bounded
+// by CreateTimeout and by Close, but not by w's context.
+func (a *actor[T]) startCreate(w *waiter[T]) {
+	p := a.p
+	a.setTotal(a.total + 1)
+	a.creating++
+	p.creating.Store(int64(a.creating))
+	if w == nil {
+		a.anon++
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.CreateTimeout)
+		obj, err := p.factory.Create(ctx)
+		cancel()
+		p.mailbox <- message[T]{kind: msgCreated, w: w, obj: obj, err: err}
+	}()
+}
+
+func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
+	p := a.p
+	a.creating--
+	p.creating.Store(int64(a.creating))
+	if w == nil {
+		a.anon--
+	}
+	if err != nil {
+		p.counters.createFailures.Add(1)
+		a.setTotal(a.total - 1)
+		a.freeSlot()
+		if w == nil || !w.deliver(created[T]{err: &CreateError{Err: err}}) {
+			p.cfg.Logger.Warn("create failed", "pool", p.cfg.Name, "error", err)
+		}
+		a.startCreates() // each waiting caller gets its own attempt
+		return
+	}
+	p.counters.creates.Add(1)
+	e := &entry[T]{obj: obj, pool: p}
+	if lt := p.cfg.MaxLifetime; lt > 0 {
+		e.expiresAt = p.now.Load() + int64(lt) + jitter(int64(p.cfg.MaxLifetimeJitter))
+	}
+	a.all[e] = struct{}{}
+	p.watchLeaks(e)
+	switch {
+	case a.closing:
+		p.destroy(e, DestroyClosed)
+	case w != nil && w.deliver(created[T]{e: e}):
+	default:
+		p.putIdle(e)
+	}
+	a.startCreates()
+}
+
+func (a *actor[T]) onTested(e *entry[T], err error) {
+	a.testing--
+	a.p.testing.Store(int64(a.testing))
+	switch {
+	case a.closing:
+		a.p.destroy(e, DestroyClosed)
+	case err != nil:
+		a.p.destroy(e, DestroyTestFailed)
+	default:
+		a.p.pushIdle(e)
+	}
+}
+
+func (a *actor[T]) onDestroyed(e *entry[T]) {
+	delete(a.all, e)
+	a.retired += e.lease.Load() / 2
+	a.p.destroying.Add(-1)
+	a.setTotal(a.total - 1)
+	a.freeSlot()
+	a.startCreates()
+	a.refill()
+}
+
+// takes counts successful Takes: each entry's lease grows by one per
+// hand-out and one per hand-back, so the fast path counts without a shared
+// counter.
+func (a *actor[T]) takes() uint64 {
+	n := a.retired
+	for e := range a.all {
+		n += (e.lease.Load() + 1) / 2
+	}
+	return n
+}
+
+func (a *actor[T]) setTotal(n int) {
+	a.total = n
+	a.p.total.Store(int64(n))
+}
+
+// freeSlot wakes the callers that found the pool full, so that they can ask
+// for a creation now that there is room.
+func (a *actor[T]) freeSlot() {
+	ch := make(chan struct{})
+	close(*a.p.slotFreed.Swap(&ch))
+}
+
+// tick advances the pool's time and does the periodic work: destroy idle
+// objects past MaxIdle or their lifetime, test those idle for a whole
+// interval, report handles held too long, refill to MinIdle.
+func (a *actor[T]) tick(now int64) {
+	p := a.p
+	p.now.Store(now)
+	prev := a.lastTick
+	a.lastTick = now
+	if a.closing {
+		return
+	}
+	maxIdle := int64(p.cfg.MaxIdle)
+	idleLeft := len(p.idle)
+	for n := idleLeft; n > 0; n-- {
+		var e *entry[T]
+		select {
+		case e = <-p.idle:
+		default:
+			n = 0 // taken meanwhile
+			continue
+		}
+		switch {
+		case e.expiresAt != 0 && now >= e.expiresAt:
+			idleLeft--
+			p.destroy(e, DestroyLifetime)
+		case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
+			idleLeft--
+			p.destroy(e, DestroyIdle)
+		case e.idleSince <= prev:
+			a.startTest(e)
+		default:
+			p.pushIdle(e)
+		}
+	}
+	a.reportHeld(now)
+	a.refill()
+}
+
+// startTest tests e, which the actor has taken out of idle so that nobody
+// can take it meanwhile.
+func (a *actor[T]) startTest(e *entry[T]) {
+	p := a.p
+	a.testing++
+	p.testing.Store(int64(a.testing))
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TestTimeout)
+		err := p.factory.Test(ctx, e.obj)
+		if err == nil {
+			err = ctx.Err() // a Test that ignored its deadline still failed it
+		}
+		cancel()
+		p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
+	}()
+}
+
+// reportHeld reports, once per lease, each object held past HoldThreshold.
+func (a *actor[T]) reportHeld(now int64) {
+	p := a.p
+	threshold := p.cfg.Leak.HoldThreshold
+	if threshold <= 0 {
+		return
+	}
+	for e := range a.all {
+		lease := e.lease.Load()
+		if lease&1 == 0 || e.heldReported == lease {
+			continue
+		}
+		if held := now - e.takenAt.Load(); held >= int64(threshold) {
+			e.heldReported = lease
+			p.counters.held.Add(1)
+			leak.LogHeld(p.cfg.Logger, p.cfg.Name+" object", durationOf(held), threshold, e.site.Load())
+		}
+	}
+}
+
+// refill starts creations until MinIdle objects are idle or on their way.
+func (a *actor[T]) refill() {
+	for len(a.p.idle)+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+		a.startCreate(nil)
+	}
+}
+
+func (a *actor[T]) startClose() {
+	p := a.p
+	a.closing = true
+	p.cancelBase()
+	clear(a.pending)
+	a.pending = nil
+	for {
+		select {
+		case e := <-p.idle:
+			p.destroy(e, DestroyClosed)
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package pool
+
+import (
+	"log/slog"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/respool/respool/leak"
+)
+
+// Defaults used for zero Config fields.
+const (
+	DefaultMaxQueueSize       = 1024
+	DefaultMaxIdle            = 30 * time.Minute
+	DefaultCreateTimeout      = 10 * time.Second
+	DefaultTestTimeout        = 5 * time.Second
+	DefaultValidationInterval = 30 * time.Second
+)
+
+// DefaultMaxObjects is max(4, runtime.NumCPU()), the default of MaxObjects.
+func DefaultMaxObjects() int { return max(4, runtime.NumCPU()) }
+
+// Config configures a Pool. Every zero value means the documented default;
+// Validate checks the whole Config in one place.
+type Config struct {
+	// MaxObjects is the most objects alive at once, counting those being
+	// created and tested. Zero means DefaultMaxObjects().
+	MaxObjects int
+	// MinIdle is how many idle objects the pool keeps ready: each tick
+	// refills to it, and idle-time destruction never goes below it. Zero
+	// means none. At most MaxObjects.
+	MinIdle int
+	// MaxIdle is how long an object may stay idle before it is destroyed.
+	// Zero means DefaultMaxIdle; negative means no limit.
+	MaxIdle time.Duration
+	// MaxLifetime is how long an object may live; an expired object is
+	// destroyed when it is given back or found idle. Zero means no limit.
+	MaxLifetime time.Duration
+	// MaxLifetimeJitter adds a random duration in [0, MaxLifetimeJitter) to
+	// each object's lifetime, so that objects created together do not expire
+	// together. Zero means none.
+	MaxLifetimeJitter time.Duration
+	// MaxQueueSize is how many callers may wait for an object; the next one
+	// fails at once with a *QueueFullError (errors.Is ErrQueueFull). Zero
+	// means DefaultMaxQueueSize.
+	MaxQueueSize int
+	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
+	// (no cap beyond MaxObjects).
+	MaxConcurrentCreates int
+	// CreateTimeout bounds one creation. Zero means DefaultCreateTimeout.
+	CreateTimeout time.Duration
+	// TestTimeout bounds one Test of an idle object; an object whose test
+	// times out is destroyed. Zero means DefaultTestTimeout.
+	TestTimeout time.Duration
+	// ValidationInterval is the actor's tick: every interval it destroys
+	// objects idle past MaxIdle or past their lifetime, Tests objects idle for
+	// a whole interval, reports handles held past the leak threshold and
+	// refills to MinIdle. Zero means DefaultValidationInterval.
+	ValidationInterval time.Duration
+	// Leak configures leak tracking. The zero value tracks lost handles
+	// through the garbage collector, without stacks.
+	Leak leak.Config
+	// Clock is the source of time. Nil means SystemClock.
+	Clock Clock
+	// Logger receives leak reports and destroy failures. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Name names the pool in log lines. Empty means "pool".
+	Name string
+}
+
+// Validate reports the first field whose value is not accepted, as a
+// *ConfigError naming it.
+func (c Config) Validate() error {
+	nonNegInt := func(field string, v int) error {
+		if v < 0 {
+			return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
+		}
+		return nil
+	}
+	nonNegDur := func(field string, v time.Duration) error {
+		if v < 0 {
+			return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
+		}
+		return nil
+	}
+	for _, err := range []error{
+		nonNegInt("MaxObjects", c.MaxObjects),
+		nonNegInt("MinIdle", c.MinIdle),
+		nonNegInt("MaxQueueSize", c.MaxQueueSize),
+		nonNegInt("MaxConcurrentCreates", c.MaxConcurrentCreates),
+		nonNegDur("MaxLifetime", c.MaxLifetime),
+		nonNegDur("MaxLifetimeJitter", c.MaxLifetimeJitter),
+		nonNegDur("CreateTimeout", c.CreateTimeout),
+		nonNegDur("TestTimeout", c.TestTimeout),
+		nonNegDur("ValidationInterval", c.ValidationInterval),
+		nonNegDur("Leak.HoldThreshold", c.Leak.HoldThreshold),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	d := c.withDefaults()
+	if d.MinIdle > d.MaxObjects {
+		return &ConfigError{Field: "MinIdle", Value: c.MinIdle,
+			Reason: "must not exceed MaxObjects (" + strconv.Itoa(d.MaxObjects) + ")"}
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.MaxObjects == 0 {
+		c.MaxObjects = DefaultMaxObjects()
+	}
+	if c.MaxQueueSize == 0 {
+		c.MaxQueueSize = DefaultMaxQueueSize
+	}
+	if c.MaxConcurrentCreates == 0 || c.MaxConcurrentCreates > c.MaxObjects {
+		c.MaxConcurrentCreates = c.MaxObjects
+	}
+	if c.MaxIdle == 0 {
+		c.MaxIdle = DefaultMaxIdle
+	}
+	if c.CreateTimeout == 0 {
+		c.CreateTimeout = DefaultCreateTimeout
+	}
+	if c.TestTimeout == 0 {
+		c.TestTimeout = DefaultTestTimeout
+	}
+	if c.ValidationInterval == 0 {
+		c.ValidationInterval = DefaultValidationInterval
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Name == "" {
+		c.Name = "pool"
+	}
+	return c
+}

@@ -1,0 +1,57 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by Take and TryTake once Close has been called,
+	// and to callers still waiting when it is.
+	ErrClosed = errors.New("pool: closed")
+	// ErrQueueFull is matched (errors.Is) by the *QueueFullError a Take
+	// returns when MaxQueueSize callers are already waiting.
+	ErrQueueFull = errors.New("pool: wait queue full")
+	// ErrNoIdleObject is returned by TryTake when no idle object is ready.
+	ErrNoIdleObject = errors.New("pool: no idle object")
+	// ErrAlreadyReturned is returned when a Handle is given back (or
+	// discarded) a second time, or after its object was reclaimed as leaked.
+	ErrAlreadyReturned = errors.New("pool: handle already given back")
+	// ErrForeignHandle is returned for a Handle this pool did not hand out.
+	ErrForeignHandle = errors.New("pool: handle not from this pool")
+)
+
+// QueueFullError says a Take was refused at once because the wait queue was
+// full. errors.Is(err, ErrQueueFull) is true for it.
+type QueueFullError struct {
+	Waiting      int // callers waiting when the Take was refused
+	MaxQueueSize int
+	MaxObjects   int
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("pool: wait queue full: %d callers already waiting (MaxQueueSize %d) and all %d objects busy (MaxObjects %d)",
+		e.Waiting, e.MaxQueueSize, e.MaxObjects, e.MaxObjects)
+}
+
+// Is makes errors.Is(err, ErrQueueFull) true.
+func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
+
+// CreateError wraps a factory's Create failure returned to the caller whose
+// Take asked for the object. Unwrap returns the factory's error, so
+// errors.As(err, &driverErr) keeps working.
+type CreateError struct{ Err error }
+
+func (e *CreateError) Error() string { return "pool: create: " + e.Err.Error() }
+func (e *CreateError) Unwrap() error { return e.Err }
+
+// ConfigError names a Config field whose value is not accepted.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string // what is accepted
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("pool: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
+}

@@ -1,0 +1,70 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/respool/respool/leak"
+)
+
+// entry is one pooled object and its bookkeeping.
+//
+// Ownership: an entry is in exactly one place at a time: being created (the
+// actor's), idle (in Pool.idle), out (a caller's, lease odd), under test (the
+// actor's) or being destroyed. Moving an entry out of "out" takes a
+// compare-and-swap on lease, which is what makes a second GiveBack, or a
+// GiveBack racing the leak detector, harmless.
+type entry[T any] struct {
+	obj  T
+	pool *Pool[T] // immutable
+
+	// lease counts hand-outs and hand-backs: odd while a caller holds the
+	// object, even otherwise. A Handle carries the odd value it was given.
+	lease atomic.Uint64
+
+	expiresAt int64 // unix nanos; 0 means never; immutable
+
+	// idleSince is written before the entry is sent to Pool.idle and read
+	// after it is received (the channel orders the two).
+	idleSince int64
+
+	// takenAt (unix nanos, pool time) and site describe the current lease;
+	// written by the taker, read by the actor's hold-time scan.
+	takenAt atomic.Int64
+	site    atomic.Pointer[leak.Site]
+
+	// token is the entry's leak token (nil when leak tracking is off). The
+	// entry holds it while the object is in the pool; while the object is
+	// out only the Handle does, so the token becomes unreachable exactly when
+	// every copy of the current Handle is lost. Written by whoever owns the
+	// entry.
+	token *leak.Token
+
+	// heldReported is the lease already reported as held too long. Only the
+	// actor touches it.
+	heldReported uint64
+}
+
+// Handle is one Take's claim on an object. Keep it until GiveBack or Discard:
+// when leak tracking is on, a Handle that becomes unreachable before then is
+// reported as a leak and its object destroyed, even if the object itself is
+// still referenced.
+//
+// A Handle is a small value; copies refer to the same claim, and only the
+// first GiveBack or Discard of any copy counts.
+type Handle[T any] struct {
+	e     *entry[T]
+	lease uint64
+	token *leak.Token // nil when leak tracking is off
+}
+
+// Value returns the object. It must not be used after the Handle is given
+// back or discarded.
+func (h Handle[T]) Value() T { return h.e.obj }
+
+// Valid reports whether h was returned by a successful Take.
+func (h Handle[T]) Valid() bool { return h.e != nil }
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func durationOf(n int64) time.Duration { return time.Duration(n) }

@@ -1,0 +1,255 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeObj is what fakeFactory makes.
+type fakeObj struct {
+	id     int64
+	broken atomic.Bool  // Validate fails
+	held   atomic.Int32 // callers holding it; the stress test checks it stays <= 1
+}
+
+// fakeFactory counts live objects and lets tests gate and fail creations.
+type fakeFactory struct {
+	nextID  atomic.Int64
+	live    atomic.Int64
+	maxLive atomic.Int64
+
+	mu        sync.Mutex
+	createErr error                // returned by Create when set
+	gate      chan struct{}        // when set, Create waits for it (or ctx)
+	testFn    func(*fakeObj) error // Test's verdict; nil passes
+	testGate  chan struct{}        // when set, Test waits for it (or ctx)
+	destroyed []int64              // ids, in order
+}
+
+func (f *fakeFactory) Create(ctx context.Context) (*fakeObj, error) {
+	f.mu.Lock()
+	gate, err := f.gate, f.createErr
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := f.live.Add(1)
+	for m := f.maxLive.Load(); n > m && !f.maxLive.CompareAndSwap(m, n); m = f.maxLive.Load() {
+	}
+	return &fakeObj{id: f.nextID.Add(1)}, nil
+}
+
+func (f *fakeFactory) Validate(o *fakeObj) error {
+	if o.broken.Load() {
+		return errors.New("broken")
+	}
+	return nil
+}
+
+func (f *fakeFactory) Test(ctx context.Context, o *fakeObj) error {
+	f.mu.Lock()
+	fn, gate := f.testFn, f.testGate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fn != nil {
+		return fn(o)
+	}
+	return nil
+}
+
+func (f *fakeFactory) Destroy(o *fakeObj) error {
+	f.live.Add(-1)
+	f.mu.Lock()
+	f.destroyed = append(f.destroyed, o.id)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeFactory) set(fn func(f *fakeFactory)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// fakeClock is moved by hand. Its ticker channel is unbuffered, so Tick
+// returns once the actor has received the tick.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+	c   chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), c: make(chan time.Time)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTicker(time.Duration) Ticker { return fakeTicker{c.c} }
+
+// Advance moves time on by d and delivers one tick to the actor.
+func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	now := c.now
+	c.mu.Unlock()
+	select {
+	case c.c <- now:
+	case <-time.After(5 * time.Second):
+		t.Fatal("actor did not take the tick")
+	}
+}
+
+type fakeTicker struct{ c chan time.Time }
+
+func (t fakeTicker) C() <-chan time.Time { return t.c }
+func (fakeTicker) Stop()                 {}
+
+// events records what the actor handled, for tests to wait on.
+type events struct{ ch chan string }
+
+func newEvents() *events { return &events{ch: make(chan string, 1<<16)} }
+
+func (e *events) hook(ev string) { e.ch <- ev }
+
+// wait blocks until the actor has handled n more events named ev.
+func (e *events) wait(t *testing.T, ev string, n int) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for n > 0 {
+		select {
+		case got := <-e.ch:
+			if got == ev {
+				n--
+			}
+		case <-timeout:
+			t.Fatalf("timed out waiting for %d more %q events", n, ev)
+		}
+	}
+}
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// harness is a pool on a fake factory and clock.
+type harness struct {
+	t   *testing.T
+	f   *fakeFactory
+	clk *fakeClock
+	ev  *events
+	log *logBuffer
+	p   *Pool[*fakeObj]
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
+	cfg.Clock = h.clk
+	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	p, err := newPool[*fakeObj](h.f, cfg, h.ev.hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p = p
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if n := h.f.live.Load(); n != 0 {
+			t.Errorf("%d objects alive after Close", n)
+		}
+	})
+	return h
+}
+
+func (h *harness) take() Handle[*fakeObj] {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hd, err := h.p.Take(ctx)
+	if err != nil {
+		h.t.Fatalf("Take: %v", err)
+	}
+	return hd
+}
+
+func (h *harness) giveBack(hd Handle[*fakeObj]) {
+	h.t.Helper()
+	if err := h.p.GiveBack(hd); err != nil {
+		h.t.Fatalf("GiveBack: %v", err)
+	}
+}
+
+// waitUntil waits, yielding, until cond holds: for conditions that no event
+// announces, such as a goroutine having entered its wait. It fails after 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// blockedInTake reports whether at least n goroutines are parked in takeSlow's
+// select, that is, queued on the idle channel.
+func blockedInTake(n int) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[select") && strings.Contains(g, ").takeSlow(") {
+			count++
+		}
+	}
+	return count >= n
+}

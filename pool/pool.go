@@ -1,0 +1,297 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/leak"
+)
+
+// Pool is a pool of objects of type T made by a factory.Factory. It is safe
+// for concurrent use.
+type Pool[T any] struct {
+	cfg     Config // with defaults; immutable
+	factory factory.Factory[T]
+
+	// idle holds idle objects and is also the wait queue: waiting callers
+	// block receiving from it. Its capacity is MaxObjects and at most
+	// MaxObjects entries exist, so a send to it never blocks.
+	idle chan *entry[T]
+
+	mailbox chan message[T] // to the actor
+	closing chan struct{}   // closed by Close
+	done    chan struct{}   // closed by the actor when the last object is gone
+	closed  atomic.Bool     // set by Close before closing is closed
+
+	// slotFreed is closed (and replaced) by the actor each time an object is
+	// destroyed or a creation fails, waking callers that saw the pool full
+	// so they can ask for a creation.
+	slotFreed atomic.Pointer[chan struct{}]
+
+	// Gauges written only by the actor (destroying: +1 by the destroyer, -1
+	// by the actor); read by anyone.
+	total      atomic.Int64 // entries alive or being created
+	creating   atomic.Int64
+	testing    atomic.Int64
+	destroying atomic.Int64
+	waiting    atomic.Int64 // callers in takeSlow; written by them
+
+	counters   counters
+	finalTakes atomic.Uint64 // the actor's takes count when it stopped
+
+	// now is the pool's time in unix nanos, advanced by the actor each tick.
+	now atomic.Int64
+
+	baseCtx    context.Context // cancelled by Close: ends creations and tests
+	cancelBase context.CancelFunc
+	wg         sync.WaitGroup // every goroutine the pool starts
+	closeOnce  sync.Once
+}
+
+// New starts a pool and its actor. It returns a *ConfigError if cfg is not
+// valid. The pool starts creating MinIdle objects in the background.
+func New[T any](f factory.Factory[T], cfg Config) (*Pool[T], error) {
+	return newPool(f, cfg, nil)
+}
+
+// newPool is New with a hook that the actor calls after each event (tests).
+func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[T], error) {
+	if f == nil {
+		return nil, &ConfigError{Field: "factory", Value: nil, Reason: "must not be nil"}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	p := &Pool[T]{
+		cfg:     cfg,
+		factory: f,
+		idle:    make(chan *entry[T], cfg.MaxObjects),
+		mailbox: make(chan message[T], 4*cfg.MaxObjects+64),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	freed := make(chan struct{})
+	p.slotFreed.Store(&freed)
+	p.now.Store(nanos(cfg.Clock.Now()))
+	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
+	a := newActor(p, hook)
+	go a.run()
+	return p, nil
+}
+
+// Config returns the pool's configuration with defaults filled in.
+func (p *Pool[T]) Config() Config { return p.cfg }
+
+// Take returns an idle object that passes Validate; failing that it asks for
+// a new one when the pool is below MaxObjects, and waits in FIFO order for
+// an object. It fails at once with a *QueueFullError (errors.Is ErrQueueFull)
+// when MaxQueueSize callers already wait, with ErrClosed once the pool is
+// closed, with ctx's error when ctx ends first (the object it may have caused
+// to be created goes to the next caller), and with a *CreateError when the
+// creation it asked for fails.
+func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
+	select {
+	case e := <-p.idle:
+		if h, err, ok := p.handOut(e); ok {
+			return h, err
+		}
+	default:
+	}
+	return p.takeSlow(ctx)
+}
+
+// TryTake returns an idle object at once, or ErrNoIdleObject. When none is
+// idle and the pool is below MaxObjects it starts a creation, so that a later
+// TryTake may succeed.
+func (p *Pool[T]) TryTake() (Handle[T], error) {
+	for {
+		select {
+		case e := <-p.idle:
+			if h, err, ok := p.handOut(e); ok {
+				return h, err
+			}
+			continue
+		default:
+		}
+		if p.closed.Load() {
+			return Handle[T]{}, ErrClosed
+		}
+		if p.total.Load() < int64(p.cfg.MaxObjects) {
+			select {
+			case p.mailbox <- message[T]{kind: msgTake}:
+			default: // the actor is busy; a later TryTake asks again
+			}
+		}
+		return Handle[T]{}, ErrNoIdleObject
+	}
+}
+
+// handOut turns an entry received from idle into a Handle. ok is false when
+// the entry failed Validate and was destroyed: the caller looks again.
+func (p *Pool[T]) handOut(e *entry[T]) (h Handle[T], err error, ok bool) {
+	if p.closed.Load() {
+		p.destroy(e, DestroyClosed)
+		return Handle[T]{}, ErrClosed, true
+	}
+	if p.factory.Validate(e.obj) != nil {
+		p.destroy(e, DestroyInvalid)
+		return Handle[T]{}, nil, false
+	}
+	return p.lend(e), nil, true
+}
+
+// lend marks e as out and returns its Handle; e must be held by the caller
+// (received from idle or delivered by the actor).
+func (p *Pool[T]) lend(e *entry[T]) Handle[T] {
+	lc := &p.cfg.Leak
+	// takenAt and site are stored before the lease changes, so the actor's
+	// hold-time scan never pairs a new lease with an old time.
+	if lc.HoldThreshold > 0 {
+		e.takenAt.Store(p.now.Load())
+	}
+	if lc.CaptureStack {
+		e.site.Store(leak.Capture(3))
+	}
+	h := Handle[T]{e: e, lease: e.lease.Add(1)}
+	h.token, e.token = e.token, nil
+	return h
+}
+
+// GiveBack returns h's object to the pool: it is validated, then handed to
+// the caller that has waited longest, or kept idle. An object that fails
+// Validate or has outlived its lifetime is destroyed. Giving back twice
+// returns ErrAlreadyReturned, a Handle from elsewhere ErrForeignHandle; the
+// pool is unharmed by either.
+func (p *Pool[T]) GiveBack(h Handle[T]) error {
+	e, err := p.claim(h)
+	if err != nil {
+		return err
+	}
+	switch {
+	case p.factory.Validate(e.obj) != nil:
+		p.destroy(e, DestroyInvalid)
+	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
+		p.destroy(e, DestroyLifetime)
+	default:
+		p.putIdle(e)
+	}
+	return nil
+}
+
+// Discard destroys h's object instead of giving it back: use it for an
+// object found broken. Its slot is freed for a new object.
+func (p *Pool[T]) Discard(h Handle[T]) error {
+	e, err := p.claim(h)
+	if err != nil {
+		return err
+	}
+	p.destroy(e, DestroyDiscarded)
+	return nil
+}
+
+// claim ends h's lease, so that exactly one GiveBack, Discard or leak
+// reclaim wins.
+func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
+	e := h.e
+	if e == nil || e.pool != p {
+		return nil, ErrForeignHandle
+	}
+	if !e.lease.CompareAndSwap(h.lease, h.lease+1) {
+		return nil, ErrAlreadyReturned
+	}
+	// Using h.token after the swap keeps it reachable until the lease has
+	// ended, so the leak detector cannot reclaim the object under us.
+	e.token = h.token
+	return e, nil
+}
+
+// putIdle makes e idle, which hands it to the longest waiter if there is one.
+func (p *Pool[T]) putIdle(e *entry[T]) {
+	e.idleSince = p.now.Load()
+	p.pushIdle(e)
+}
+
+// pushIdle is putIdle keeping e's idleSince (an object back from its test).
+func (p *Pool[T]) pushIdle(e *entry[T]) {
+	p.idle <- e // never blocks: cap(idle) == MaxObjects >= entries alive
+	if p.closed.Load() {
+		// Close may have drained idle before our send: take one entry
+		// back out and destroy it, so none is left behind.
+		select {
+		case e := <-p.idle:
+			p.destroy(e, DestroyClosed)
+		default:
+		}
+	}
+}
+
+// watchLeaks gives e a leak token, watched for e's whole life.
+func (p *Pool[T]) watchLeaks(e *entry[T]) {
+	if p.cfg.Leak.Disabled {
+		return
+	}
+	e.token = new(leak.Token)
+	leak.Watch(e.token, e, p.reclaimLost)
+}
+
+// reclaimLost runs on the runtime's cleanup goroutine once e's token has
+// been collected. The pool holds the token whenever the object is in it, so
+// if the object is out, every copy of its Handle is lost: it is reported and
+// destroyed. Otherwise e was destroyed and this is a no-op.
+func (p *Pool[T]) reclaimLost(e *entry[T]) {
+	lease := e.lease.Load()
+	if lease&1 == 0 || !e.lease.CompareAndSwap(lease, lease+1) {
+		return
+	}
+	p.counters.leaks.Add(1)
+	leak.LogLost(p.cfg.Logger, p.cfg.Name+" object", e.site.Load())
+	p.destroy(e, DestroyLeaked)
+}
+
+// destroy destroys e in a new goroutine and tells the actor when it is done,
+// freeing e's slot. The caller must own e.
+func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
+	e.token = nil // let the token, and with it e, be collected
+	p.destroying.Add(1)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if err := p.factory.Destroy(e.obj); err != nil {
+			p.cfg.Logger.Warn("destroy failed", "pool", p.cfg.Name, "reason", why.String(), "error", err)
+		}
+		p.counters.destroys[why].Add(1)
+		p.mailbox <- message[T]{kind: msgDestroyed, e: e} // the actor runs until this arrives
+	}()
+}
+
+// Close stops the pool: new Takes fail with ErrClosed, waiting callers are
+// released with it, idle objects are destroyed and objects still out are
+// destroyed as they come back. Close returns nil once every object is gone,
+// or ctx's error, wrapped with how many objects remain, if ctx ends first;
+// calling it again waits again.
+func (p *Pool[T]) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		close(p.closing)
+	})
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pool: close: %d objects still alive (%d in use): %w",
+			p.total.Load(), p.Stats().InUse, ctx.Err())
+	}
+}
+
+// jitter returns a random duration in [0, d).
+func jitter(d int64) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return rand.Int64N(d)
+}

@@ -1,0 +1,120 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// DestroyReason says why the pool destroyed an object.
+type DestroyReason int
+
+// The reasons an object is destroyed.
+const (
+	DestroyInvalid    DestroyReason = iota // failed Validate on take or give-back
+	DestroyIdle                            // idle longer than MaxIdle
+	DestroyLifetime                        // older than its lifetime
+	DestroyTestFailed                      // failed or timed out its Test
+	DestroyDiscarded                       // handed back with Discard
+	DestroyLeaked                          // its Handle was lost (LEAK-DETECTED)
+	DestroyClosed                          // the pool was closed
+	numDestroyReasons
+)
+
+var destroyReasonNames = [numDestroyReasons]string{
+	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed",
+}
+
+func (r DestroyReason) String() string {
+	if r < 0 || r >= numDestroyReasons {
+		return "unknown"
+	}
+	return destroyReasonNames[r]
+}
+
+// Stats is a snapshot of a pool. Gauges are read one at a time while the pool
+// runs, so they may disagree by an object in flight; counters only grow.
+type Stats struct {
+	MaxObjects int
+	Total      int // objects alive, counting those being created and tested
+	Idle       int
+	InUse      int // held by callers
+	Creating   int
+	Testing    int
+	Waiting    int // callers waiting for an object
+
+	Takes          uint64        // successful Takes and TryTakes
+	Waits          uint64        // Takes that had to wait
+	WaitTime       time.Duration // total time those Takes waited
+	QueueFull      uint64        // Takes refused with ErrQueueFull
+	CancelledWaits uint64        // Takes whose context ended while waiting
+	Creates        uint64
+	CreateFailures uint64
+	Destroys       [numDestroyReasons]uint64 // indexed by DestroyReason
+	LeaksDetected  uint64                    // lost Handles reclaimed
+	HeldTooLong    uint64                    // Handles reported past Leak.HoldThreshold
+
+	// WaitHistogram is how long Takes waited, including those served at once.
+	WaitHistogram Histogram
+}
+
+// Destroyed is the number of objects destroyed for reason r.
+func (s Stats) Destroyed(r DestroyReason) uint64 {
+	if r < 0 || r >= numDestroyReasons {
+		return 0
+	}
+	return s.Destroys[r]
+}
+
+// counters are the pool's cumulative counters; any goroutine may add.
+type counters struct {
+	waits, waitNanos, queueFull, cancelled atomic.Uint64
+	creates, createFailures, leaks, held   atomic.Uint64
+	destroys                               [numDestroyReasons]atomic.Uint64
+	waitHist                               waitHistogram
+}
+
+// Stats returns a snapshot of the pool's gauges and counters. It asks the
+// actor for the number of takes (the fast path keeps no shared counter) and
+// works after Close.
+func (p *Pool[T]) Stats() Stats {
+	c := &p.counters
+	s := Stats{
+		MaxObjects:     p.cfg.MaxObjects,
+		Total:          int(p.total.Load()),
+		Idle:           len(p.idle),
+		Creating:       int(p.creating.Load()),
+		Testing:        int(p.testing.Load()),
+		Waiting:        int(p.waiting.Load()),
+		Takes:          p.takes(),
+		Waits:          c.waits.Load(),
+		WaitTime:       time.Duration(c.waitNanos.Load()),
+		QueueFull:      c.queueFull.Load(),
+		CancelledWaits: c.cancelled.Load(),
+		Creates:        c.creates.Load(),
+		CreateFailures: c.createFailures.Load(),
+		LeaksDetected:  c.leaks.Load(),
+		HeldTooLong:    c.held.Load(),
+	}
+	for i := range s.Destroys {
+		s.Destroys[i] = c.destroys[i].Load()
+	}
+	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
+	s.WaitHistogram = c.waitHist.snapshot(s.Takes - min(s.Takes, s.Waits))
+	return s
+}
+
+// takes asks the actor for the number of successful takes.
+func (p *Pool[T]) takes() uint64 {
+	reply := make(chan uint64, 1)
+	select {
+	case p.mailbox <- message[T]{kind: msgStats, reply: reply}:
+	case <-p.done:
+		return p.finalTakes.Load()
+	}
+	select {
+	case n := <-reply:
+		return n
+	case <-p.done:
+		return p.finalTakes.Load()
+	}
+}
