@@ -263,7 +263,7 @@ func (a *actor[T]) tick(now int64) {
 		case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
 			idleLeft--
 			p.destroy(e, DestroyIdle)
-		case e.idleSince <= prev:
+		case e.idleSince < prev: // idle through the whole last interval
 			a.startTest(e)
 		default:
 			p.pushIdle(e)
@@ -312,9 +312,10 @@ func (a *actor[T]) reportHeld(now int64) {
 	}
 }
 
-// refill starts creations until MinIdle objects are idle or on their way.
+// refill starts creations until MinIdle objects are idle, under test (and
+// so idle again soon) or on their way.
 func (a *actor[T]) refill() {
-	for len(a.p.idle)+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+	for len(a.p.idle)+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
 		a.startCreate(nil)
 	}
 }

@@ -30,8 +30,8 @@ type QueueFullError struct {
 }
 
 func (e *QueueFullError) Error() string {
-	return fmt.Sprintf("pool: wait queue full: %d callers already waiting (MaxQueueSize %d) and all %d objects busy (MaxObjects %d)",
-		e.Waiting, e.MaxQueueSize, e.MaxObjects, e.MaxObjects)
+	return fmt.Sprintf("pool: wait queue full: %d callers already waiting (MaxQueueSize %d, MaxObjects %d)",
+		e.Waiting, e.MaxQueueSize, e.MaxObjects)
 }
 
 // Is makes errors.Is(err, ErrQueueFull) true.

@@ -1,0 +1,93 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCloseReleasesWaitersAndDestroysObjectsAsTheyComeBack(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	a := h.take()
+	w := h.waiting(context.Background(), 1)
+
+	closed := make(chan error, 1)
+	go func() { closed <- h.p.Close(context.Background()) }()
+	if r := <-w; !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("waiter got %v, want ErrClosed", r.err)
+	}
+	if _, err := h.p.Take(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Take after Close = %v, want ErrClosed", err)
+	}
+	if _, err := h.p.TryTake(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TryTake after Close = %v, want ErrClosed", err)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v while an object was still out", err)
+	default:
+	}
+	h.giveBack(a) // destroyed on its way back
+	if err := <-closed; err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if s := h.p.Stats(); s.Total != 0 || s.Destroyed(DestroyClosed) != 1 || h.f.live.Load() != 0 {
+		t.Fatalf("after Close: stats %+v, live %d; want everything destroyed", s, h.f.live.Load())
+	}
+}
+
+func TestCloseDestroysIdleObjectsAtOnce(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	a, b := h.take(), h.take()
+	h.giveBack(b)
+	closed := make(chan error, 1)
+	go func() { closed <- h.p.Close(context.Background()) }()
+	h.ev.wait(t, "destroyed", 1)
+	if got := h.f.live.Load(); got != 1 {
+		t.Fatalf("live = %d after Close, want only the object still out", got)
+	}
+	h.giveBack(a)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
+	f := &fakeFactory{}
+	p, err := New[*fakeObj](f, Config{MaxObjects: 1, Clock: newFakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = p.Close(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 objects still alive (1 in use)") {
+		t.Fatalf("Close = %v, want context.Canceled naming 1 object in use", err)
+	}
+	if err := p.GiveBack(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+	if f.live.Load() != 0 {
+		t.Fatal("object alive after Close")
+	}
+}
+
+func TestCloseCancelsCreationsInFlight(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	h.f.set(func(f *fakeFactory) { f.gate = make(chan struct{}) }) // never opens
+	w := h.waiting(context.Background(), 1)
+	if err := h.p.Close(context.Background()); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if r := <-w; !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("waiter = %v, want ErrClosed", r.err)
+	}
+}

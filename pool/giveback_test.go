@@ -1,0 +1,115 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestGiveBackTwiceIsAnErrorAndHarmsNothing(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	a := h.take()
+	h.giveBack(a)
+	b := h.take() // the same object, now someone else's
+	if err := h.p.GiveBack(a); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("second GiveBack = %v, want ErrAlreadyReturned", err)
+	}
+	if err := h.p.Discard(a); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("Discard after GiveBack = %v, want ErrAlreadyReturned", err)
+	}
+	if s := h.p.Stats(); s.Idle != 0 || s.InUse != 1 {
+		t.Fatalf("stats = %+v: a stale handle changed the pool", s)
+	}
+	h.giveBack(b)
+}
+
+func TestGiveBackOfAHandleFromElsewhere(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	other := newHarness(t, Config{MaxObjects: 1})
+	o := other.take()
+	if err := h.p.GiveBack(o); !errors.Is(err, ErrForeignHandle) {
+		t.Fatalf("GiveBack(other pool's handle) = %v, want ErrForeignHandle", err)
+	}
+	if err := h.p.GiveBack(Handle[*fakeObj]{}); !errors.Is(err, ErrForeignHandle) {
+		t.Fatalf("GiveBack(zero handle) = %v, want ErrForeignHandle", err)
+	}
+	other.giveBack(o)
+}
+
+func TestGiveBackDestroysAnInvalidObject(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	a := h.take()
+	a.Value().broken.Store(true)
+	h.giveBack(a)
+	h.ev.wait(t, "destroyed", 1)
+	if s := h.p.Stats(); s.Destroyed(DestroyInvalid) != 1 || s.Total != 0 {
+		t.Fatalf("stats = %+v, want the invalid object destroyed", s)
+	}
+}
+
+func TestDiscardFreesTheSlotForAWaiter(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	a := h.take()
+	w := h.waiting(context.Background(), 1)
+	if err := h.p.Discard(a); err != nil {
+		t.Fatal(err)
+	}
+	r := <-w
+	if r.err != nil || r.h.Value() == a.Value() {
+		t.Fatalf("waiter got %v, %v; want a new object", r.h, r.err)
+	}
+	h.giveBack(r.h)
+	if s := h.p.Stats(); s.Destroyed(DestroyDiscarded) != 1 {
+		t.Fatalf("discarded = %d", s.Destroyed(DestroyDiscarded))
+	}
+}
+
+func TestStatsCountWaitsInTheHistogram(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1})
+	a := h.take()
+	w := h.waiting(context.Background(), 1)
+	h.clk.Advance(t, 3*time.Millisecond)
+	h.giveBack(a)
+	r := <-w
+	h.giveBack(r.h)
+	s := h.p.Stats()
+	// The first Take waited for the creation (0 on the fake clock).
+	if s.Takes != 2 || s.Waits != 2 || s.WaitTime != 3*time.Millisecond {
+		t.Fatalf("stats = %+v, want 2 takes, both waited, 3ms in all", s)
+	}
+	if got := s.WaitHistogram.Total(); got != 2 {
+		t.Fatalf("histogram counts %d takes, want 2", got)
+	}
+	if q := s.WaitHistogram.Quantile(0.99); q != 4096*time.Microsecond {
+		t.Fatalf("p99 = %v, want the 4.096ms bucket", q)
+	}
+	if q := s.WaitHistogram.Quantile(0.25); q != time.Microsecond {
+		t.Fatalf("p25 = %v, want the first bucket", q)
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{MaxObjects: -1}, "MaxObjects"},
+		{Config{MaxQueueSize: -5}, "MaxQueueSize"},
+		{Config{MaxObjects: 2, MinIdle: 3}, "MinIdle"},
+		{Config{CreateTimeout: -time.Second}, "CreateTimeout"},
+		{Config{ValidationInterval: -1}, "ValidationInterval"},
+	} {
+		err := tc.cfg.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("Validate(%+v) = %v, want a ConfigError for %s", tc.cfg, err, tc.field)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+	if _, err := New[*fakeObj](nil, Config{}); err == nil {
+		t.Error("New with a nil factory succeeded")
+	}
+}

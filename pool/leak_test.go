@@ -1,0 +1,85 @@
+package pool
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/leak"
+)
+
+//go:noinline
+func takeAndLose(h *harness) {
+	hd := h.take()
+	_ = hd.Value()
+}
+
+func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	takeAndLose(h)
+	waitUntil(t, "the lost handle is reclaimed", func() bool {
+		runtime.GC()
+		return h.p.Stats().LeaksDetected == 1
+	})
+	h.ev.wait(t, "destroyed", 1)
+	log := h.log.String()
+	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") {
+		t.Fatalf("log = %q, want one %s naming takeAndLose", log, leak.MsgLeak)
+	}
+	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
+		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	hd, err := h.p.Take(ctx) // MaxObjects 1: only possible if the slot was freed
+	if err != nil {
+		t.Fatalf("Take after the leak = %v", err)
+	}
+	h.giveBack(hd)
+}
+
+func TestHandleGivenBackIsNeverReportedLost(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	for range 100 {
+		h.giveBack(h.take())
+	}
+	a := h.take()
+	runtime.GC()
+	runtime.GC()
+	h.giveBack(a)
+	if s := h.p.Stats(); s.LeaksDetected != 0 {
+		t.Fatalf("%d leaks reported for handles given back", s.LeaksDetected)
+	}
+}
+
+func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second,
+		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
+	a := h.take()
+	h.clk.Advance(t, 30*time.Second)
+	h.ev.wait(t, "tick", 1)
+	if h.p.Stats().HeldTooLong != 0 {
+		t.Fatal("reported after 30 s, threshold 1 m")
+	}
+	h.clk.Advance(t, 30*time.Second)
+	h.clk.Advance(t, 30*time.Second)
+	h.ev.wait(t, "tick", 2)
+	if n := h.p.Stats().HeldTooLong; n != 1 {
+		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
+	}
+	log := h.log.String()
+	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") {
+		t.Fatalf("log = %q, want %s with the taker's stack", log, leak.MsgHeld)
+	}
+	h.giveBack(a)
+	// A new take starts a new hold.
+	b := h.take()
+	h.clk.Advance(t, 2*time.Minute)
+	h.ev.wait(t, "tick", 1)
+	if n := h.p.Stats().HeldTooLong; n != 2 {
+		t.Fatalf("held-too-long reports = %d, want 2 after a second long hold", n)
+	}
+	h.giveBack(b)
+}
