@@ -1,6 +1,6 @@
 module github.com/respool/respool/bench
 
-go 1.24
+go 1.25.0
 
 require (
 	github.com/jackc/puddle/v2 v2.2.3

@@ -1,0 +1,123 @@
+package driver
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/respool/respool/pool"
+)
+
+// Config configures a respool connector.
+//
+// ParseDSN builds one from a DSN and FormatDSN writes it back; a Config can
+// also be filled in code, which is the only way to set Connector,
+// Pool.Clock, Pool.Logger and Pool.Name. Every zero field means the default
+// that pool.Config documents.
+type Config struct {
+	// DriverName is the database/sql driver that makes the connections:
+	// "pgx", "mysql", or any registered name.
+	DriverName string
+	// DSN is that driver's data source name, without respool's keys.
+	DSN string
+	// Connector, when set, makes the connections instead of DriverName and
+	// DSN, which must then be empty (configuration in code; not expressible
+	// in a DSN).
+	Connector driver.Connector
+	// Pool configures the pool (and its leak tracking).
+	Pool pool.Config
+	// TestQuery, when set, is run to test idle connections instead of Ping.
+	TestQuery string
+}
+
+// Validate reports the first problem of c: neither DriverName nor Connector
+// set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
+// (respool cannot wrap itself); a DSN that still holds respool keys (they
+// belong in the Config's fields); or a pool configuration that
+// pool.Config.Validate refuses.
+//
+// Every error matches errors.Is(err, ErrInvalidConfig). For the pool
+// configuration, errors.As finds the *pool.ConfigError naming the field.
+// Registration of DriverName is not checked here: the driver may be
+// registered later, before the first connection.
+func (c *Config) Validate() error {
+	switch {
+	case c == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidConfig)
+	case c.Connector == nil && c.DriverName == "":
+		return fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
+	case c.Connector != nil && (c.DriverName != "" || c.DSN != ""):
+		return fmt.Errorf("%w: Connector is set, so DriverName and DSN must be empty", ErrInvalidConfig)
+	case c.DriverName == dsnSelfDriver:
+		return fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
+	}
+	if _, params, err := dsnSplit(c.DSN, dsnFormOf(c.DSN)); err == nil && params != nil {
+		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
+			ErrInvalidConfig, quoteForError(params[0].key))
+	}
+	if err := c.Pool.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// String describes c for logs without its password: the driver, the
+// connector's type when one is set, the DSN as FormatDSN writes it with the
+// password replaced by "xxxxx" (RedactDSN), and the pool's name.
+func (c *Config) String() string {
+	if c == nil {
+		return "<nil>"
+	}
+	redacted := *c
+	redacted.DSN = RedactDSN(c.DSN)
+	var parts []string
+	if c.DriverName != "" {
+		parts = append(parts, "driver="+c.DriverName)
+	}
+	if c.Connector != nil {
+		parts = append(parts, fmt.Sprintf("connector=%T", c.Connector))
+	}
+	parts = append(parts, "dsn="+strconv.Quote(redacted.FormatDSN()))
+	if c.Pool.Name != "" {
+		parts = append(parts, "name="+strconv.Quote(c.Pool.Name))
+	}
+	return strings.Join(parts, " ")
+}
+
+// LogValue makes slog log c as a group without its password: driver,
+// connector (its type), dsn (RedactDSN of the underlying DSN), one attribute
+// per respool key set (named without the "respool_" prefix, for example
+// max_conns) and name.
+func (c *Config) LogValue() slog.Value {
+	if c == nil {
+		return slog.StringValue("<nil>")
+	}
+	var attrs []slog.Attr
+	if c.DriverName != "" {
+		attrs = append(attrs, slog.String("driver", c.DriverName))
+	}
+	if c.Connector != nil {
+		attrs = append(attrs, slog.String("connector", fmt.Sprintf("%T", c.Connector)))
+	}
+	attrs = append(attrs, slog.String("dsn", RedactDSN(c.DSN)))
+	for i := range dsnKeys {
+		k := &dsnKeys[i]
+		if k.name == dsnKeyDriver {
+			continue
+		}
+		if v, ok := k.logValue(c); ok {
+			attrs = append(attrs, slog.Attr{Key: strings.TrimPrefix(k.name, dsnKeyPrefix), Value: v})
+		}
+	}
+	if c.Pool.Name != "" {
+		attrs = append(attrs, slog.String("name", c.Pool.Name))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+var (
+	_ fmt.Stringer   = (*Config)(nil)
+	_ slog.LogValuer = (*Config)(nil)
+)

@@ -1,0 +1,159 @@
+package driver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/pool"
+)
+
+// closeTimeout bounds how long Connector.Close waits for connections still
+// in use to come back.
+const closeTimeout = 30 * time.Second
+
+// Connector is a driver.Connector whose connections come from a respool
+// pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
+type Connector struct {
+	cfg  Config
+	base driver.Connector // makes the physical connections
+	pool *pool.Pool[driver.Conn]
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ io.Closer        = (*Connector)(nil)
+)
+
+// NewConnector validates cfg and starts its pool.
+func NewConnector(cfg Config) (*Connector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	base, err := baseConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pc := cfg.Pool
+	if pc.Name == "" {
+		pc.Name = "respool(" + driverLabel(cfg) + ")"
+	}
+	c := &Connector{cfg: cfg, base: base}
+	c.pool, err = pool.New[driver.Conn](connFactory{factory.Connector{Connector: base, TestQuery: cfg.TestQuery}}, pc)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
+// and the Connector, for its Stats.
+func OpenDB(dsn string) (*sql.DB, *Connector, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := NewConnector(*cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sql.OpenDB(c), c, nil
+}
+
+// baseConnector returns the real driver's connector for cfg.
+func baseConnector(cfg Config) (driver.Connector, error) {
+	if cfg.Connector != nil {
+		return cfg.Connector, nil
+	}
+	db, err := sql.Open(cfg.DriverName, cfg.DSN) // only to reach the registered driver
+	if err != nil {
+		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, err)
+	}
+	d := db.Driver()
+	_ = db.Close()
+	if dc, ok := d.(driver.DriverContext); ok {
+		conn, err := dc.OpenConnector(cfg.DSN)
+		if err != nil {
+			return nil, redactError(err, cfg.DSN)
+		}
+		return conn, nil
+	}
+	return dsnConnector{d: d, dsn: cfg.DSN}, nil
+}
+
+// dsnConnector adapts a driver without DriverContext.
+type dsnConnector struct {
+	d   driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.d }
+
+// Connect takes a connection from the pool. A refused or failed take returns
+// the pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or
+// the real driver's own error when making a connection failed.
+func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	h, err := c.pool.Take(ctx)
+	if err != nil {
+		var ce *pool.CreateError
+		if errors.As(err, &ce) {
+			return nil, ce.Err // the real driver's value, as its users expect
+		}
+		return nil, err
+	}
+	return &conn{c: c, h: h, inner: h.Value()}, nil
+}
+
+// openUnpooled connects without the pool (Driver.Open).
+func (c *Connector) openUnpooled() (driver.Conn, error) {
+	defer c.Close()
+	return c.base.Connect(context.Background())
+}
+
+// Driver returns respool's Driver.
+func (c *Connector) Driver() driver.Driver { return Driver{} }
+
+// Stats returns the pool's statistics: the truth about physical connections,
+// unlike sql.DB.Stats, which sees connections only while they are in use.
+func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
+
+// Pool returns the connector's pool, for those who want its Config or to
+// take connections directly.
+func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
+
+// Close closes the pool; sql.DB.Close calls it. It waits, at most 30 s, for
+// connections still in use to come back.
+func (c *Connector) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return c.pool.Close(ctx)
+}
+
+func driverLabel(cfg Config) string {
+	if cfg.Connector != nil {
+		return fmt.Sprintf("%T", cfg.Connector)
+	}
+	return cfg.DriverName
+}
+
+// connFactory is factory.Connector plus respool's checks of a connection's
+// session state: a connection left inside a transaction is not reused.
+type connFactory struct{ factory.Connector }
+
+func (f connFactory) Validate(c driver.Conn) error {
+	if err := f.Connector.Validate(c); err != nil {
+		return err
+	}
+	if inTransaction(c) {
+		return errInTransaction
+	}
+	return nil
+}
+
+var errInTransaction = errors.New("respool: connection left inside a transaction")

@@ -1,0 +1,71 @@
+// Package pgxfactory is a factory.Factory of native pgx connections
+// (*pgx.Conn), for users who want pgx's own API with respool's pool and leak
+// detection:
+//
+//	f, err := pgxfactory.New("postgres://app@db/app")
+//	p, err := pool.New[*pgx.Conn](f, pool.Config{MaxObjects: 10})
+package pgxfactory
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/respool/respool/factory"
+)
+
+// destroyTimeout bounds the polite close of a connection.
+const destroyTimeout = 5 * time.Second
+
+// ErrInTransaction is Validate's verdict on a connection left inside a
+// transaction.
+var ErrInTransaction = errors.New("pgxfactory: connection left inside a transaction")
+
+// ErrClosed is Validate's verdict on a closed connection.
+var ErrClosed = errors.New("pgxfactory: connection closed")
+
+// Factory makes *pgx.Conn from a pgx.ConnConfig.
+type Factory struct {
+	// Config is copied for each connection. Required.
+	Config *pgx.ConnConfig
+}
+
+var _ factory.Factory[*pgx.Conn] = (*Factory)(nil)
+
+// New parses connString with pgx.ParseConfig (whose errors never show the
+// password).
+func New(connString string) (*Factory, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	return &Factory{Config: cfg}, nil
+}
+
+// Create connects, bounded by ctx.
+func (f *Factory) Create(ctx context.Context) (*pgx.Conn, error) {
+	return pgx.ConnectConfig(ctx, f.Config.Copy())
+}
+
+// Validate rejects a closed connection or one left inside a transaction.
+func (f *Factory) Validate(c *pgx.Conn) error {
+	if c.IsClosed() {
+		return ErrClosed
+	}
+	if c.PgConn().TxStatus() != 'I' {
+		return ErrInTransaction
+	}
+	return nil
+}
+
+// Test pings the server.
+func (f *Factory) Test(ctx context.Context, c *pgx.Conn) error { return c.Ping(ctx) }
+
+// Destroy closes the connection, telling the server, within 5 s.
+func (f *Factory) Destroy(c *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), destroyTimeout)
+	defer cancel()
+	return c.Close(ctx)
+}

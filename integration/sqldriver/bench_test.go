@@ -1,0 +1,97 @@
+package sqldriver
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	_ "github.com/respool/respool/driver"
+)
+
+// BenchmarkSelect1 runs SELECT 1 on the same PostgreSQL server through
+// respool's database/sql driver, through database/sql with pgx's stdlib
+// driver, and through pgxpool, in one run: serially (the pool's cost next to
+// one round trip) and from 8 goroutines on 8 connections.
+func BenchmarkSelect1(b *testing.B) {
+	ctx := context.Background()
+	const conns = 8
+	sqlPools := []struct{ name, driver, dsn string }{
+		{"respool", "respool", withKeys(pg, "respool_max_conns=8&respool_leak_detection=true")},
+		{"pgx-stdlib", "pgx", pg.DSN()},
+	}
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, sp := range sqlPools {
+			b.Run(mode+"/pool="+sp.name, func(b *testing.B) {
+				db, err := sql.Open(sp.driver, sp.dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				db.SetMaxOpenConns(conns)
+				db.SetMaxIdleConns(conns)
+				runSelect1(b, mode, func() error {
+					var n int
+					return db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
+				})
+			})
+		}
+		b.Run(mode+"/pool=pgxpool", func(b *testing.B) {
+			cfg, err := pgxpool.ParseConfig(pg.DSN())
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.MaxConns = conns
+			p, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			runSelect1(b, mode, func() error {
+				var n int
+				return p.QueryRow(ctx, "SELECT 1").Scan(&n)
+			})
+		})
+	}
+}
+
+func runSelect1(b *testing.B, mode string, query func() error) {
+	// Warm up from 8 goroutines, so that the connections exist before timing.
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for range 4 {
+				if e := query(); e != nil {
+					err = e
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if mode == "serial" {
+		for b.Loop() {
+			if err := query(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := query(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,110 @@
+package sqldriver
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respool/respool/integration/servers"
+)
+
+var pg, maria *servers.Server
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(servers.WithServers(m, func(p, mdb *servers.Server) { pg, maria = p, mdb }))
+}
+
+// eachServer runs fn as a subtest against PostgreSQL and MariaDB.
+func eachServer(t *testing.T, fn func(t *testing.T, s *servers.Server)) {
+	for _, s := range []*servers.Server{pg, maria} {
+		t.Run(s.Kind, func(t *testing.T) { fn(t, s) })
+	}
+}
+
+// withKeys appends respool keys to s's DSN (both forms take ?a=b&c=d).
+func withKeys(s *servers.Server, keys string) string {
+	dsn := s.DSN()
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + keys
+	}
+	return dsn + "?" + keys
+}
+
+// placeholder returns the n-th bind placeholder of s's dialect.
+func placeholder(s *servers.Server, n int) string {
+	if s.Kind == servers.KindPostgres {
+		return "$" + string(rune('0'+n))
+	}
+	return "?"
+}
+
+func sleepQuery(s *servers.Server, seconds string) string {
+	if s.Kind == servers.KindPostgres {
+		return "SELECT pg_sleep(" + seconds + ")"
+	}
+	return "SELECT SLEEP(" + seconds + ")"
+}
+
+// monitor opens a plain connection, outside respool, to count the server's
+// connections.
+func monitor(t *testing.T, s *servers.Server) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(s.DriverName(), s.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// signalHandler is a slog.Handler that records everything and signals when
+// a record with the given message arrives.
+type signalHandler struct {
+	mu   *sync.Mutex
+	buf  *bytes.Buffer
+	msg  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func newSignalHandler(msg string) *signalHandler {
+	return &signalHandler{mu: new(sync.Mutex), buf: new(bytes.Buffer), msg: msg, seen: make(chan struct{}), once: new(sync.Once)}
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *signalHandler) WithGroup(string) slog.Handler            { return h }
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.buf.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		h.buf.WriteString(" " + a.Key + "=" + a.Value.String())
+		return true
+	})
+	h.buf.WriteString("\n")
+	h.mu.Unlock()
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+
+func (h *signalHandler) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.buf.String()
+}
