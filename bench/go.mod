@@ -8,6 +8,6 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require golang.org/x/sync v0.1.0 // indirect
+require golang.org/x/sync v0.22.0 // indirect
 
 replace github.com/respool/respool => ../

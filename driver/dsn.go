@@ -564,7 +564,7 @@ func dsnSplitKV(s string) (string, []dsnParam, error) {
 // keeps its bytes and its place (order, percent-encoding, quoting); only the
 // separators of the removed keys go, and a '?' left with an empty query.
 //
-// The keys and the fields they set (dsn_keys.md has types, defaults and
+// The keys and the fields they set (the README has types, defaults and
 // meanings); a key that is absent leaves its field at the zero value, which
 // pool.Config documents as the default:
 //
@@ -762,7 +762,7 @@ func dsnEditDistance(a, b string) int {
 
 // FormatDSN returns the DSN that ParseDSN reads back as c: c.DSN with the
 // respool keys whose fields differ from their zero value, in the canonical
-// order of dsn_keys.md. respool_driver is written when c.DriverName is not
+// order of the README. respool_driver is written when c.DriverName is not
 // the driver that the DSN's form implies. Connector, Pool.Clock, Pool.Logger
 // and Pool.Name have no key and are left out. For a Config from ParseDSN,
 // ParseDSN(c.FormatDSN()) equals c.

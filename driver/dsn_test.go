@@ -870,10 +870,10 @@ func TestDSNFormOf(t *testing.T) {
 	}
 }
 
-// TestDSNKeysDocumented checks that dsn_keys.md has a row for every key, in
+// TestDSNKeysDocumented checks that README.md has a row for every key, in
 // canonical order, with the defaults of pool.Config.
 func TestDSNKeysDocumented(t *testing.T) {
-	b, err := os.ReadFile("dsn_keys.md")
+	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -887,7 +887,7 @@ func TestDSNKeysDocumented(t *testing.T) {
 		}
 	}
 	if !slices.Equal(order, dsnKeyNames()) {
-		t.Errorf("dsn_keys.md rows\n %v\nwant (canonical order)\n %v", order, dsnKeyNames())
+		t.Errorf("README.md rows\n %v\nwant (canonical order)\n %v", order, dsnKeyNames())
 	}
 	defaults := map[string]string{
 		"respool_max_queue":           strconv.Itoa(pool.DefaultMaxQueueSize),
@@ -900,7 +900,7 @@ func TestDSNKeysDocumented(t *testing.T) {
 	}
 	for k, want := range defaults {
 		if !strings.Contains(rows[k], want) {
-			t.Errorf("dsn_keys.md: default of %s is %q, want %q", k, rows[k], want)
+			t.Errorf("README.md: default of %s is %q, want %q", k, rows[k], want)
 		}
 	}
 }

@@ -39,6 +39,7 @@ type actor[T any] struct {
 	anon     int // creations in flight for nobody in particular (MinIdle, TryTake)
 	testing  int
 	lastTick int64  // pool time of the previous tick
+	nextHome int    // home shard of the next entry created (round robin)
 	retired  uint64 // takes of objects already destroyed
 	closing  bool
 
@@ -106,7 +107,7 @@ func (a *actor[T]) onTake(w *waiter[T]) {
 		return // the caller sees Pool.closing
 	}
 	if w == nil { // TryTake: make one object for whoever comes next
-		if a.anon == 0 && len(a.p.idle) == 0 && a.canCreate() {
+		if a.anon == 0 && a.p.idleCount() == 0 && a.canCreate() {
 			a.startCreate(nil)
 		}
 		return
@@ -173,7 +174,8 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		return
 	}
 	p.counters.creates.Add(1)
-	e := &entry[T]{obj: obj, pool: p}
+	e := &entry[T]{obj: obj, pool: p, home: a.nextHome}
+	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		e.expiresAt = p.now.Load() + int64(lt) + jitter(int64(p.cfg.MaxLifetimeJitter))
 	}
@@ -247,30 +249,52 @@ func (a *actor[T]) tick(now int64) {
 		return
 	}
 	maxIdle := int64(p.cfg.MaxIdle)
-	idleLeft := len(p.idle)
-	for n := idleLeft; n > 0; n-- {
+	idleLeft := p.idleCount()
+	// Each shard, then queue, is looked at once: entries are taken out one
+	// at a time (so the others stay available) and kept ones pushed back.
+	// An entry pushed back into queue (callers wait) may be looked at again,
+	// with the same outcome: kept.
+	for i := range p.idle.shards {
+		s := &p.idle.shards[i]
+		for n := s.len(); n > 0; n-- {
+			e := s.pop()
+			if e == nil {
+				break // taken meanwhile
+			}
+			idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
+		}
+	}
+	for n := len(p.queue); n > 0; n-- {
 		var e *entry[T]
 		select {
-		case e = <-p.idle:
+		case e = <-p.queue:
 		default:
-			n = 0 // taken meanwhile
+			n = 1 // taken meanwhile
 			continue
 		}
-		switch {
-		case e.expiresAt != 0 && now >= e.expiresAt:
-			idleLeft--
-			p.destroy(e, DestroyLifetime)
-		case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
-			idleLeft--
-			p.destroy(e, DestroyIdle)
-		case e.idleSince < prev: // idle through the whole last interval
-			a.startTest(e)
-		default:
-			p.pushIdle(e)
-		}
+		idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
 	}
 	a.reportHeld(now)
 	a.refill()
+}
+
+// tickEntry decides what the tick does with the idle entry e and returns
+// idleLeft, the idle entries not destroyed.
+func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int) int {
+	p := a.p
+	switch {
+	case e.expiresAt != 0 && now >= e.expiresAt:
+		idleLeft--
+		p.destroy(e, DestroyLifetime)
+	case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
+		idleLeft--
+		p.destroy(e, DestroyIdle)
+	case e.idleSince < prev: // idle through the whole last interval
+		a.startTest(e)
+	default:
+		p.pushIdle(e)
+	}
+	return idleLeft
 }
 
 // startTest tests e, which the actor has taken out of idle so that nobody
@@ -315,7 +339,7 @@ func (a *actor[T]) reportHeld(now int64) {
 // refill starts creations until MinIdle objects are idle, under test (and
 // so idle again soon) or on their way.
 func (a *actor[T]) refill() {
-	for len(a.p.idle)+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+	for a.p.idleCount()+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
 		a.startCreate(nil)
 	}
 }
@@ -326,12 +350,6 @@ func (a *actor[T]) startClose() {
 	p.cancelBase()
 	clear(a.pending)
 	a.pending = nil
-	for {
-		select {
-		case e := <-p.idle:
-			p.destroy(e, DestroyClosed)
-		default:
-			return
-		}
-	}
+	p.drainClosed()
+	a.freeSlot() // wakes every waiting caller, which then sees closed
 }

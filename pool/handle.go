@@ -10,8 +10,8 @@ import (
 // entry is one pooled object and its bookkeeping.
 //
 // Ownership: an entry is in exactly one place at a time: being created (the
-// actor's), idle (in Pool.idle), out (a caller's, lease odd), under test (the
-// actor's) or being destroyed. Moving an entry out of "out" takes a
+// actor's), idle (in a shard of Pool.idle or in Pool.queue), out (a caller's,
+// lease odd), under test (the actor's) or being destroyed. Moving an entry out of "out" takes a
 // compare-and-swap on lease, which is what makes a second GiveBack, or a
 // GiveBack racing the leak detector, harmless.
 type entry[T any] struct {
@@ -24,8 +24,12 @@ type entry[T any] struct {
 
 	expiresAt int64 // unix nanos; 0 means never; immutable
 
-	// idleSince is written before the entry is sent to Pool.idle and read
-	// after it is received (the channel orders the two).
+	// home is the shard the entry goes back to when idle: that of the P
+	// that last took it from a shard. Written by whoever owns the entry.
+	home int
+
+	// idleSince is written before the entry is made idle and read after it
+	// is taken back (the shard.s mutex or the queue channel orders the two).
 	idleSince int64
 
 	// takenAt (unix nanos, pool time) and site describe the current lease;

@@ -14,13 +14,16 @@ import (
 // Pool is a pool of objects of type T made by a factory.Factory. It is safe
 // for concurrent use.
 type Pool[T any] struct {
-	cfg     Config // with defaults; immutable
-	factory factory.Factory[T]
+	cfg      Config // with defaults; immutable
+	sysClock bool   // cfg.Clock is SystemClock
+	factory  factory.Factory[T]
 
-	// idle holds idle objects and is also the wait queue: waiting callers
-	// block receiving from it. Its capacity is MaxObjects and at most
-	// MaxObjects entries exist, so a send to it never blocks.
-	idle chan *entry[T]
+	// Idle objects live in idle's shards (one per P, roughly) and in queue.
+	// queue is also the wait queue: waiting callers block receiving from it,
+	// so an object sent to it goes to the caller that has waited longest.
+	// Both can hold every entry, so a push or a send never blocks.
+	idle  idleSet[T]
+	queue chan *entry[T]
 
 	mailbox chan message[T] // to the actor
 	closing chan struct{}   // closed by Close
@@ -29,7 +32,7 @@ type Pool[T any] struct {
 
 	// slotFreed is closed (and replaced) by the actor each time an object is
 	// destroyed or a creation fails, waking callers that saw the pool full
-	// so they can ask for a creation.
+	// so they can ask for a creation, and once when the pool starts closing.
 	slotFreed atomic.Pointer[chan struct{}]
 
 	// Gauges written only by the actor (destroying: +1 by the destroyer, -1
@@ -38,7 +41,12 @@ type Pool[T any] struct {
 	creating   atomic.Int64
 	testing    atomic.Int64
 	destroying atomic.Int64
-	waiting    atomic.Int64 // callers in takeSlow; written by them
+
+	// waiting counts callers in takeSlow; written by them. It is on its
+	// own cache line: the fast path reads it on every Take and GiveBack.
+	_       [cacheLine]byte
+	waiting atomic.Int64
+	_       [cacheLine - 8]byte
 
 	counters   counters
 	finalTakes atomic.Uint64 // the actor's takes count when it stopped
@@ -70,11 +78,13 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p := &Pool[T]{
 		cfg:     cfg,
 		factory: f,
-		idle:    make(chan *entry[T], cfg.MaxObjects),
+		queue:   make(chan *entry[T], cfg.MaxObjects),
 		mailbox: make(chan message[T], 4*cfg.MaxObjects+64),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	p.idle.init(cfg.MaxObjects)
+	_, p.sysClock = cfg.Clock.(SystemClock)
 	freed := make(chan struct{})
 	p.slotFreed.Store(&freed)
 	p.now.Store(nanos(cfg.Clock.Now()))
@@ -95,14 +105,35 @@ func (p *Pool[T]) Config() Config { return p.cfg }
 // to be created goes to the next caller), and with a *CreateError when the
 // creation it asked for fails.
 func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
-	select {
-	case e := <-p.idle:
+	if e := p.takeIdle(); e != nil {
 		if h, err, ok := p.handOut(e); ok {
 			return h, err
 		}
-	default:
 	}
 	return p.takeSlow(ctx)
+}
+
+// takeIdle returns an idle entry, or nil. It looks first in the calling P's
+// shard, then in the others, then in queue. While callers wait it returns
+// nil, so that a newcomer does not overtake them: it queues up behind them.
+func (p *Pool[T]) takeIdle() *entry[T] {
+	if p.waiting.Load() != 0 {
+		return nil
+	}
+	h := p.idle.getHint()
+	i := h.i & p.idle.mask
+	e := p.idle.popFrom(i)
+	p.idle.putHint(h)
+	if e != nil {
+		e.home = i // given back to this P's shard
+		return e
+	}
+	select {
+	case e := <-p.queue:
+		return e
+	default:
+		return nil
+	}
 }
 
 // TryTake returns an idle object at once, or ErrNoIdleObject. When none is
@@ -110,13 +141,11 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 // TryTake may succeed.
 func (p *Pool[T]) TryTake() (Handle[T], error) {
 	for {
-		select {
-		case e := <-p.idle:
+		if e := p.takeIdle(); e != nil {
 			if h, err, ok := p.handOut(e); ok {
 				return h, err
 			}
 			continue
-		default:
 		}
 		if p.closed.Load() {
 			return Handle[T]{}, ErrClosed
@@ -217,18 +246,61 @@ func (p *Pool[T]) putIdle(e *entry[T]) {
 }
 
 // pushIdle is putIdle keeping e's idleSince (an object back from its test).
+//
+// With callers waiting, e goes to queue and so to the one that has waited
+// longest. Otherwise it goes to its home shard, and then waiting is read
+// again: a caller that started waiting meanwhile either saw e in the shard
+// when it flushed the shards to queue after counting itself in waiting
+// (takeSlow), or it counted itself before that second read, which then sees
+// it and flushes the shards to queue here. Either way e cannot sit in a
+// shard while a caller waits for it (see flushToQueue).
 func (p *Pool[T]) pushIdle(e *entry[T]) {
-	p.idle <- e // never blocks: cap(idle) == MaxObjects >= entries alive
+	if p.waiting.Load() != 0 {
+		p.queue <- e // never blocks: cap(queue) == MaxObjects >= entries alive
+	} else {
+		p.idle.shards[e.home&p.idle.mask].push(e)
+		if p.waiting.Load() != 0 {
+			p.flushToQueue()
+		}
+	}
 	if p.closed.Load() {
-		// Close may have drained idle before our send: take one entry
-		// back out and destroy it, so none is left behind.
-		select {
-		case e := <-p.idle:
-			p.destroy(e, DestroyClosed)
-		default:
+		// Close may have drained idle before our push: drain it again, so
+		// that none is left behind.
+		p.drainClosed()
+	}
+}
+
+// flushToQueue moves every entry in the shards to queue, where waiting
+// callers get them in FIFO order.
+func (p *Pool[T]) flushToQueue() {
+	for i := range p.idle.shards {
+		s := &p.idle.shards[i]
+		for e := s.pop(); e != nil; e = s.pop() {
+			p.queue <- e // never blocks
 		}
 	}
 }
+
+// drainClosed destroys every idle entry (the pool is closed).
+func (p *Pool[T]) drainClosed() {
+	for i := range p.idle.shards {
+		s := &p.idle.shards[i]
+		for e := s.pop(); e != nil; e = s.pop() {
+			p.destroy(e, DestroyClosed)
+		}
+	}
+	for {
+		select {
+		case e := <-p.queue:
+			p.destroy(e, DestroyClosed)
+		default:
+			return
+		}
+	}
+}
+
+// idleCount is the number of idle entries.
+func (p *Pool[T]) idleCount() int { return p.idle.count() + len(p.queue) }
 
 // watchLeaks gives e a leak token, watched for e's whole life.
 func (p *Pool[T]) watchLeaks(e *entry[T]) {

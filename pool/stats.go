@@ -81,7 +81,7 @@ func (p *Pool[T]) Stats() Stats {
 	s := Stats{
 		MaxObjects:     p.cfg.MaxObjects,
 		Total:          int(p.total.Load()),
-		Idle:           len(p.idle),
+		Idle:           p.idleCount(),
 		Creating:       int(p.creating.Load()),
 		Testing:        int(p.testing.Load()),
 		Waiting:        int(p.waiting.Load()),

@@ -59,7 +59,10 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 		return Handle[T]{}, &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: p.cfg.MaxObjects}
 	}
 	defer p.waiting.Add(-1)
-	start := p.cfg.Clock.Now()
+	start := p.waitClock()
+	// Now that we count in waiting, every entry pushed to a shard from here
+	// on is flushed to queue by its pusher; flush those already there.
+	p.flushToQueue()
 
 	var w *waiter[T] // non-nil once this caller asked for a creation
 	var reply chan created[T]
@@ -67,6 +70,12 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 		// Load slotFreed before total: if the actor frees a slot after we
 		// read total as full, it closes the channel we hold.
 		freed := *p.slotFreed.Load()
+		// Checked after loading freed: Close sets closed before the actor
+		// closes freed (startClose), so a Close we miss here wakes us.
+		if p.closed.Load() {
+			p.returnDelivered(w)
+			return Handle[T]{}, ErrClosed
+		}
 		if w == nil && p.total.Load() < int64(p.cfg.MaxObjects) {
 			w = &waiter[T]{reply: make(chan created[T], 1)}
 			reply = w.reply
@@ -80,7 +89,7 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 			}
 		}
 		select {
-		case e := <-p.idle:
+		case e := <-p.queue:
 			p.returnDelivered(w)
 			h, err, ok := p.handOut(e)
 			if !ok {
@@ -96,10 +105,7 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 			h := p.lend(r.e)
 			p.observeWait(start, nil)
 			return h, nil
-		case <-freed:
-		case <-p.closing:
-			p.returnDelivered(w)
-			return Handle[T]{}, ErrClosed
+		case <-freed: // a slot was freed, or the pool is closing
 		case <-ctx.Done():
 			p.returnDelivered(w)
 			p.counters.cancelled.Add(1)
@@ -119,12 +125,28 @@ func (p *Pool[T]) returnDelivered(w *waiter[T]) {
 	}
 }
 
-// observeWait counts a successful Take that had to wait since start.
-func (p *Pool[T]) observeWait(start time.Time, err error) {
+// monoEpoch is the reference of waitClock's readings with SystemClock.
+var monoEpoch = time.Now()
+
+// waitClock reads the clock that wait times are measured on, in nanos. With
+// SystemClock it is time.Since of a fixed time, which reads only the
+// monotonic clock (time.Now reads the wall clock too, and differences of
+// time.Now values use the monotonic clock anyway): the same durations at a
+// third of the cost.
+func (p *Pool[T]) waitClock() int64 {
+	if p.sysClock {
+		return int64(time.Since(monoEpoch))
+	}
+	return nanos(p.cfg.Clock.Now())
+}
+
+// observeWait counts a successful Take that had to wait since start (a
+// waitClock reading).
+func (p *Pool[T]) observeWait(start int64, err error) {
 	if err != nil {
 		return
 	}
-	d := p.cfg.Clock.Now().Sub(start)
+	d := time.Duration(p.waitClock() - start)
 	p.counters.waits.Add(1)
 	p.counters.waitNanos.Add(uint64(max(d, 0)))
 	p.counters.waitHist.observe(d)
