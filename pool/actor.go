@@ -164,9 +164,12 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		a.anon--
 	}
 	if err != nil {
-		p.counters.createFailures.Add(1)
 		a.setTotal(a.total - 1)
 		a.freeSlot()
+		if a.closing {
+			return // cancelled by Close; its caller has been told ErrClosed
+		}
+		p.counters.createFailures.Add(1)
 		if w == nil || !w.deliver(created[T]{err: &CreateError{Err: err}}) {
 			p.cfg.Logger.Warn("create failed", "pool", p.cfg.Name, "error", err)
 		}
