@@ -288,7 +288,12 @@ func startAndForgetRows(ctx context.Context, db *sql.DB) (*sql.Rows, error) {
 	return db.QueryContext(ctx, "SELECT 1")
 }
 
-func TestLeakedRowsAreReportedWithTheStackThatStartedThem(t *testing.T) {
+//go:noinline
+func startAndForgetTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	return db.BeginTx(ctx, nil)
+}
+
+func TestLeakedRowsAndTxAreReportedWithTheStackThatStartedThem(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		cfg, err := driver.ParseDSN(withKeys(s, "respool_max_conns=2&respool_leak_stack=true&respool_leak_threshold=100ms&respool_validation_interval=20ms"))
@@ -307,18 +312,29 @@ func TestLeakedRowsAreReportedWithTheStackThatStartedThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-h.seen:
-		case <-ctx.Done():
-			t.Fatal("no HELD-TOO-LONG report for rows left open")
+		tx, err := startAndForgetTx(ctx, db)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if log := h.String(); !strings.Contains(log, "startAndForgetRows") {
-			t.Fatalf("report %q does not name the function that started the rows", log)
+		for range 2 {
+			select {
+			case <-h.seen:
+			case <-ctx.Done():
+				t.Fatalf("HELD-TOO-LONG reports: want 2 (rows and tx left open); log:\n%s", h.String())
+			}
 		}
-		if st := c.Stats(); st.HeldTooLong != 1 {
-			t.Fatalf("HeldTooLong = %d, want 1", st.HeldTooLong)
+		for _, fn := range []string{"startAndForgetRows", "startAndForgetTx"} {
+			if log := h.String(); !strings.Contains(log, fn) {
+				t.Fatalf("reports %q do not name %s, which started what was left open", log, fn)
+			}
+		}
+		if st := c.Stats(); st.HeldTooLong != 2 {
+			t.Fatalf("HeldTooLong = %d, want 2", st.HeldTooLong)
 		}
 		rows.Close()
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

@@ -77,12 +77,11 @@ type signalHandler struct {
 	mu   *sync.Mutex
 	buf  *bytes.Buffer
 	msg  string
-	seen chan struct{}
-	once *sync.Once
+	seen chan struct{} // receives once per record with message msg
 }
 
 func newSignalHandler(msg string) *signalHandler {
-	return &signalHandler{mu: new(sync.Mutex), buf: new(bytes.Buffer), msg: msg, seen: make(chan struct{}), once: new(sync.Once)}
+	return &signalHandler{mu: new(sync.Mutex), buf: new(bytes.Buffer), msg: msg, seen: make(chan struct{}, 64)}
 }
 
 func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -98,7 +97,10 @@ func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
 	h.buf.WriteString("\n")
 	h.mu.Unlock()
 	if r.Message == h.msg {
-		h.once.Do(func() { close(h.seen) })
+		select {
+		case h.seen <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }
