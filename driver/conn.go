@@ -48,13 +48,12 @@ func (c *conn) check(err error) error {
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
 	s, err := c.inner.Prepare(query)
-	return s, c.check(err)
+	return c.stmt(s, err)
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
-		s, err := pc.PrepareContext(ctx, query)
-		return s, c.check(err)
+		return c.stmt(pc.PrepareContext(ctx, query))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -71,15 +70,29 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if bc, ok := c.inner.(driver.ConnBeginTx); ok {
-		tx, err := bc.BeginTx(ctx, opts)
-		return tx, c.check(err)
+		return c.tx(bc.BeginTx(ctx, opts))
 	}
 	if opts.Isolation != 0 || opts.ReadOnly {
 		return nil, errors.New("respool: the wrapped driver supports neither isolation levels nor read-only transactions")
 	}
 	//lint:ignore SA1019 the wrapped driver has nothing newer
-	tx, err := c.inner.Begin()
-	return tx, c.check(err)
+	return c.tx(c.inner.Begin())
+}
+
+// stmt and tx wrap what the real driver returned, to watch it for
+// driver.ErrBadConn.
+func (c *conn) stmt(s driver.Stmt, err error) (driver.Stmt, error) {
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return stmt{c: c, inner: s}, nil
+}
+
+func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return tx{c: c, inner: t}, nil
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {

@@ -65,25 +65,28 @@ func OpenDB(dsn string) (*sql.DB, *Connector, error) {
 	return sql.OpenDB(c), c, nil
 }
 
-// baseConnector returns the real driver's connector for cfg.
+// baseConnector returns the real driver's connector for cfg. Connectors made
+// from a DSN redact its password from their errors.
 func baseConnector(cfg Config) (driver.Connector, error) {
 	if cfg.Connector != nil {
 		return cfg.Connector, nil
 	}
-	db, err := sql.Open(cfg.DriverName, cfg.DSN) // only to reach the registered driver
+	// sql.Open is the only way to reach a registered driver by name; for a
+	// driver with DriverContext it calls OpenConnector, whose error may
+	// quote the DSN.
+	db, err := sql.Open(cfg.DriverName, cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, err)
+		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, redactError(err, cfg.DSN))
 	}
 	d := db.Driver()
 	_ = db.Close()
+	base := driver.Connector(dsnConnector{d: d, dsn: cfg.DSN})
 	if dc, ok := d.(driver.DriverContext); ok {
-		conn, err := dc.OpenConnector(cfg.DSN)
-		if err != nil {
+		if base, err = dc.OpenConnector(cfg.DSN); err != nil {
 			return nil, redactError(err, cfg.DSN)
 		}
-		return conn, nil
 	}
-	return dsnConnector{d: d, dsn: cfg.DSN}, nil
+	return redactingConnector{Connector: base, dsn: cfg.DSN}, nil
 }
 
 // dsnConnector adapts a driver without DriverContext.
@@ -94,6 +97,20 @@ type dsnConnector struct {
 
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
 func (c dsnConnector) Driver() driver.Driver                        { return c.d }
+
+// redactingConnector removes the DSN's password from connection errors, so
+// that neither the caller nor the pool's log sees it. An error that does not
+// show the password is returned as it is (type assertions keep working);
+// one that does is wrapped, and errors.As still finds the original.
+type redactingConnector struct {
+	driver.Connector
+	dsn string
+}
+
+func (c redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	return conn, redactError(err, c.dsn)
+}
 
 // Connect takes a connection from the pool. A refused or failed take returns
 // the pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or

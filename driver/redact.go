@@ -7,18 +7,25 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// redactError returns err with the password of dsn, wherever it appears in
-// err's message, replaced by "xxxxx". The original error stays reachable
-// through Unwrap, so errors.Is and errors.As keep working.
+// redactError returns err with every spelling of dsn's password (as
+// written, decoded) replaced by "xxxxx". An error that shows none is returned
+// as it is; otherwise the original stays reachable through Unwrap, so
+// errors.Is and errors.As keep working.
 func redactError(err error, dsn string) error {
 	if err == nil {
 		return nil
 	}
-	pw := passwordOf(dsn)
-	if pw == "" || !strings.Contains(err.Error(), pw) {
+	msg := err.Error()
+	redacted := msg
+	for _, secret := range secretsOf(dsn) {
+		if len(secret) >= 3 { // shorter would mangle ordinary words
+			redacted = strings.ReplaceAll(redacted, secret, dsnRedacted)
+		}
+	}
+	if redacted == msg {
 		return err
 	}
-	return &redactedError{msg: strings.ReplaceAll(err.Error(), pw, dsnRedacted), err: err}
+	return &redactedError{msg: redacted, err: err}
 }
 
 type redactedError struct {
@@ -29,26 +36,48 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// passwordOf returns the password in dsn, read with the parser of its form:
-// net/url, libpq's keyword/value rules, or go-sql-driver/mysql's ParseDSN.
-func passwordOf(dsn string) string {
+// secretsOf returns the passwords in dsn, each as written and decoded, read
+// with the parser of its form: net/url (user information and password-like
+// query parameters), libpq's keyword/value rules, or go-sql-driver/mysql's
+// ParseDSN.
+func secretsOf(dsn string) []string {
+	var out []string
+	add := func(raw string, decode func(string) (string, error)) {
+		out = append(out, raw)
+		if dec, err := decode(raw); err == nil && dec != raw {
+			out = append(out, dec)
+		}
+	}
 	switch dsnFormOf(dsn) {
 	case dsnFormURL:
-		if u, err := url.Parse(dsn); err == nil && u.User != nil {
-			pw, _ := u.User.Password()
-			return pw
+		u, err := url.Parse(dsn)
+		if err != nil {
+			break
+		}
+		if u.User != nil {
+			if _, raw, ok := strings.Cut(u.User.String(), ":"); ok {
+				add(raw, url.PathUnescape)
+			}
+			if pw, ok := u.User.Password(); ok {
+				out = append(out, pw)
+			}
+		}
+		for _, kv := range strings.Split(u.RawQuery, "&") {
+			if k, v, ok := strings.Cut(kv, "="); ok && dsnIsSecretKey(k) {
+				add(v, url.QueryUnescape)
+			}
 		}
 	case dsnFormKV:
 		toks, _, _ := dsnKVTokens(dsn)
 		for _, t := range toks {
-			if t.key == "password" {
-				return t.value
+			if dsnIsSecretKey(t.key) {
+				out = append(out, t.value, dsn[t.valStart:t.end])
 			}
 		}
 	case dsnFormMySQL:
-		if cfg, err := mysql.ParseDSN(dsn); err == nil {
-			return cfg.Passwd
+		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" {
+			out = append(out, cfg.Passwd)
 		}
 	}
-	return ""
+	return out
 }

@@ -1,0 +1,537 @@
+package driver
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/respool/respool/pool"
+)
+
+// This file tests conn, the connection database/sql holds, on go-sqlmock and
+// on faultConnector (connector_test.go) for the faults sqlmock cannot make.
+
+// openFaultDB returns a *sql.DB on a faultConnector over m.
+func openFaultDB(t *testing.T, m *mockDB, legacy bool, pc pool.Config) (*sql.DB, *Connector, *faultConnector) {
+	t.Helper()
+	fc := &faultConnector{m: m, legacy: legacy}
+	db, c := openDB(t, Config{Connector: fc, Pool: pc})
+	return db, c, fc
+}
+
+// checkPool waits until c's pool has made creates connections, discarded
+// discarded of them and keeps total, all idle (see waitStats), and fails the
+// test if it does not get there.
+func checkPool(t *testing.T, c *Connector, creates, discarded uint64, total int) {
+	t.Helper()
+	s := waitStats(t, c, func(s pool.Stats) bool {
+		return s.Creates == creates && s.Destroyed(pool.DestroyDiscarded) == discarded && s.Total == total && s.Idle == total
+	})
+	if s.Creates != creates || s.Destroyed(pool.DestroyDiscarded) != discarded || s.Total != total || s.Idle != total {
+		t.Errorf("pool Creates %d, Destroyed(DestroyDiscarded) %d, Total %d, Idle %d; want %d, %d, %d, %d",
+			s.Creates, s.Destroyed(pool.DestroyDiscarded), s.Total, s.Idle, creates, discarded, total, total)
+	}
+}
+
+func TestDriverErrorsPassThroughUnchanged(t *testing.T) {
+	errBoom := errors.New("boom: the server said no")
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		expect func(m sqlmock.Sqlmock)
+		run    func(db *sql.DB) error
+	}{
+		{"query",
+			func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT 1").WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				rows, err := db.QueryContext(ctx, "SELECT 1")
+				if err == nil {
+					rows.Close()
+				}
+				return err
+			}},
+		{"exec",
+			func(m sqlmock.Sqlmock) { m.ExpectExec("UPDATE t SET n = 1").WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				_, err := db.ExecContext(ctx, "UPDATE t SET n = 1")
+				return err
+			}},
+		{"begin",
+			func(m sqlmock.Sqlmock) { m.ExpectBegin().WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				tx, err := db.BeginTx(ctx, nil)
+				if err == nil {
+					_ = tx.Rollback()
+				}
+				return err
+			}},
+		{"commit",
+			func(m sqlmock.Sqlmock) { m.ExpectBegin(); m.ExpectCommit().WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return fmt.Errorf("begin: %w", err) // not errBoom itself: fails the test
+				}
+				return tx.Commit()
+			}},
+		{"rollback",
+			func(m sqlmock.Sqlmock) { m.ExpectBegin(); m.ExpectRollback().WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return fmt.Errorf("begin: %w", err)
+				}
+				return tx.Rollback()
+			}},
+		{"prepare",
+			func(m sqlmock.Sqlmock) { m.ExpectPrepare("SELECT 1").WillReturnError(errBoom) },
+			func(db *sql.DB) error {
+				stmt, err := db.PrepareContext(ctx, "SELECT 1")
+				if err == nil {
+					stmt.Close()
+				}
+				return err
+			}},
+		{"ping",
+			func(m sqlmock.Sqlmock) { m.ExpectPing().WillReturnError(errBoom) },
+			func(db *sql.DB) error { return db.PingContext(ctx) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMockWith(t, func(dsn string) (*sql.DB, sqlmock.Sqlmock, error) {
+				return sqlmock.NewWithDSN(dsn,
+					sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual), sqlmock.MonitorPingsOption(true))
+			})
+			tc.expect(m.mock)
+			db, c := openMockDB(t, m, pool.Config{MaxObjects: 2})
+
+			err := tc.run(db)
+			if err != errBoom {
+				t.Fatalf("error %T %v; want the driver's error value itself", err, err)
+			}
+			m.met(t)
+			// Not driver.ErrBadConn: no retry, and the connection goes back
+			// to the pool.
+			if s := c.Stats(); s.Takes != 1 {
+				t.Errorf("pool Takes %d; want 1 (database/sql retries only driver.ErrBadConn)", s.Takes)
+			}
+			checkPool(t, c, 1, 0, 1)
+		})
+	}
+}
+
+func TestBadConnIsDiscardedAndRetried(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// expect sets the mock's expectations for the attempt that
+		// succeeds, on a new connection.
+		expect func(m sqlmock.Sqlmock)
+		run    func(db *sql.DB) error
+		// retried is false for Ping: database/sql retries getting a
+		// connection for it, not the ping.
+		retried bool
+	}{
+		{"query", func(m sqlmock.Sqlmock) {
+			m.ExpectQuery("SELECT 2").WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+		}, func(db *sql.DB) error {
+			n, err := queryInt(ctx, db, "SELECT 2")
+			if err == nil && n != 2 {
+				err = fmt.Errorf("query = %d; want 2", n)
+			}
+			return err
+		}, true},
+		{"exec", func(m sqlmock.Sqlmock) {
+			m.ExpectExec("UPDATE t SET n = 2").WillReturnResult(sqlmock.NewResult(0, 1))
+		}, func(db *sql.DB) error {
+			_, err := db.ExecContext(ctx, "UPDATE t SET n = 2")
+			return err
+		}, true},
+		{"begin", func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectCommit()
+		}, func(db *sql.DB) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			return tx.Commit()
+		}, true},
+		{"prepare", func(m sqlmock.Sqlmock) {
+			m.ExpectPrepare("SELECT 2")
+		}, func(db *sql.DB) error {
+			stmt, err := db.PrepareContext(ctx, "SELECT 2")
+			if err != nil {
+				return err
+			}
+			return stmt.Close()
+		}, true},
+		{"ping", func(sqlmock.Sqlmock) {}, func(db *sql.DB) error { return db.PingContext(ctx) }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMock(t)
+			m.expectInt("SELECT 1", 1)
+			tc.expect(m.mock)
+			m.expectInt("SELECT 3", 3)
+			db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 2})
+
+			if _, err := queryInt(ctx, db, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			first := fc.conn(t, 1)
+			first.dead.Store(true) // the server closed it while it was idle
+
+			err := tc.run(db)
+			switch {
+			case tc.retried && err != nil:
+				t.Fatalf("database/sql did not retry on a new connection: %v", err)
+			case !tc.retried && !errors.Is(err, sqldriver.ErrBadConn):
+				t.Fatalf("ping on a dead connection: %v; want driver.ErrBadConn", err)
+			}
+			if !tc.retried {
+				// database/sql does not retry a ping: the next one gets a
+				// new connection.
+				if err := db.PingContext(ctx); err != nil {
+					t.Fatalf("second ping: %v", err)
+				}
+			}
+			checkPool(t, c, 2, 1, 1)
+			if !first.closed.Load() {
+				t.Error("the broken connection was not closed")
+			}
+
+			// The broken connection is never handed out again.
+			mark := len(fc.servedBy())
+			if n, err := queryInt(ctx, db, "SELECT 3"); err != nil || n != 3 {
+				t.Fatalf("query after the retry = %d, %v", n, err)
+			}
+			if served := fc.servedBy(); slices.Contains(served[mark:], 1) {
+				t.Errorf("connections serving each query %v: the broken connection 1 served again", served)
+			}
+			if fc.made() != 2 {
+				t.Errorf("%d connections made; want 2", fc.made())
+			}
+			m.met(t)
+		})
+	}
+}
+
+func TestBadConnOnEveryAttempt(t *testing.T) {
+	m := newMock(t)
+	for range 3 { // database/sql tries twice, then once on a new connection
+		m.mock.ExpectQuery("SELECT 1").WillReturnError(sqldriver.ErrBadConn)
+	}
+	db, c := openMockDB(t, m, pool.Config{MaxObjects: 1})
+
+	_, err := queryInt(context.Background(), db, "SELECT 1")
+	if !errors.Is(err, sqldriver.ErrBadConn) {
+		t.Fatalf("error %v; want driver.ErrBadConn after database/sql's retries", err)
+	}
+	m.met(t)
+	s := c.Stats()
+	if s.Takes != 3 || s.Creates != 3 {
+		t.Errorf("pool Takes %d, Creates %d; want 3, 3 (each attempt on a new connection)", s.Takes, s.Creates)
+	}
+	checkPool(t, c, 3, 3, 0)
+}
+
+func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
+	for _, resetErr := range []error{errors.New("session cannot be reset"), sqldriver.ErrBadConn} {
+		t.Run(resetErr.Error(), func(t *testing.T) {
+			m := newMock(t)
+			m.expectInt("SELECT 1", 1)
+			m.expectInt("SELECT 2", 2)
+			db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1})
+			ctx := context.Background()
+
+			sc, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := fc.conn(t, 1)
+			first.setResetErr(resetErr)
+			if err := sc.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
+				t.Fatalf("query: %v", err)
+			}
+			if err := sc.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			checkPool(t, c, 1, 1, 0)
+			if !first.closed.Load() {
+				t.Error("a connection whose session cannot be reset was not closed")
+			}
+
+			if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+				t.Fatalf("next query = %d, %v", n, err)
+			}
+			if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
+				t.Errorf("connections serving each query %v; want %v", got, want)
+			}
+			m.met(t)
+		})
+	}
+}
+
+func TestInvalidConnDestroyedOnGiveBack(t *testing.T) {
+	m := newMock(t)
+	m.expectInt("SELECT 1", 1)
+	m.expectInt("SELECT 2", 2)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1})
+	ctx := context.Background()
+
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	first := fc.conn(t, 1)
+	first.valid.Store(false) // the driver noticed it is broken
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyInvalid) == 1 && s.Total == 0 })
+	if s.Destroyed(pool.DestroyInvalid) != 1 || s.Total != 0 {
+		t.Errorf("pool Destroyed(DestroyInvalid) %d, Total %d; want 1, 0", s.Destroyed(pool.DestroyInvalid), s.Total)
+	}
+	if !first.closed.Load() {
+		t.Error("the invalid connection was not closed")
+	}
+	checkPool(t, c, 1, 0, 0) // destroyed as invalid, not discarded
+
+	if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+		t.Fatalf("next query = %d, %v", n, err)
+	}
+	if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
+		t.Errorf("connections serving each query %v; want %v", got, want)
+	}
+	m.met(t)
+}
+
+func TestInvalidIdleConnDestroyedOnTake(t *testing.T) {
+	m := newMock(t)
+	m.expectInt("SELECT 1", 1)
+	m.expectInt("SELECT 2", 2)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1})
+	ctx := context.Background()
+
+	if _, err := queryInt(ctx, db, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	fc.conn(t, 1).valid.Store(false) // broke while idle
+	if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+		t.Fatalf("query after the idle connection broke = %d, %v", n, err)
+	}
+	if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
+		t.Errorf("connections serving each query %v; want %v", got, want)
+	}
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyInvalid) == 1 })
+	if s.Destroyed(pool.DestroyInvalid) != 1 {
+		t.Errorf("Destroyed(DestroyInvalid) %d; want 1", s.Destroyed(pool.DestroyInvalid))
+	}
+	checkPool(t, c, 2, 0, 1)
+	m.met(t)
+}
+
+func TestBadConnFromTxIsDiscarded(t *testing.T) {
+	// An ErrBadConn from the driver.Tx the conn handed out makes database/sql
+	// close the conn: respool must discard the connection, not reuse it.
+	for _, end := range []string{"commit", "rollback"} {
+		t.Run(end, func(t *testing.T) {
+			m := newMock(t)
+			m.mock.ExpectBegin()
+			m.expectInt("SELECT 2", 2)
+			db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1})
+			ctx := context.Background()
+
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := fc.conn(t, 1)
+			first.dead.Store(true) // the server went away during the transaction
+			if end == "commit" {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if !errors.Is(err, sqldriver.ErrBadConn) {
+				t.Fatalf("%s on a dead connection: %v; want driver.ErrBadConn", end, err)
+			}
+			checkPool(t, c, 1, 1, 0)
+
+			if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+				t.Fatalf("next query = %d, %v", n, err)
+			}
+			if served := fc.servedBy(); slices.Contains(served, 1) {
+				t.Errorf("connections serving each query %v: the broken connection 1 was handed out again", served)
+			}
+			m.met(t)
+		})
+	}
+}
+
+// point is a value the default converter refuses; pointConverter, the
+// "driver's" converter, writes it as text.
+type point struct{ X, Y int }
+
+type pointConverter struct{}
+
+func (pointConverter) ConvertValue(v any) (sqldriver.Value, error) {
+	if p, ok := v.(point); ok {
+		return fmt.Sprintf("(%d,%d)", p.X, p.Y), nil
+	}
+	return sqldriver.DefaultParameterConverter.ConvertValue(v)
+}
+
+func TestCheckNamedValuePassesThrough(t *testing.T) {
+	m := newMockWith(t, func(dsn string) (*sql.DB, sqlmock.Sqlmock, error) {
+		return sqlmock.NewWithDSN(dsn,
+			sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual), sqlmock.ValueConverterOption(pointConverter{}))
+	})
+	m.mock.ExpectExec("INSERT INTO p VALUES (?)").WithArgs("(1,2)").WillReturnResult(sqlmock.NewResult(1, 1))
+	db, _ := openMockDB(t, m, pool.Config{})
+
+	// Without the driver's CheckNamedValue, database/sql's default
+	// converter would refuse a struct.
+	if _, err := db.ExecContext(context.Background(), "INSERT INTO p VALUES (?)", point{1, 2}); err != nil {
+		t.Fatalf("exec with a value only the driver converts: %v", err)
+	}
+	m.met(t)
+}
+
+func TestCheckNamedValueWithoutChecker(t *testing.T) {
+	m := newMock(t)
+	db, _, _ := openFaultDB(t, m, true, pool.Config{})
+	_, err := db.ExecContext(context.Background(), "INSERT INTO p VALUES (?)", point{1, 2})
+	if err == nil || !strings.Contains(err.Error(), "converting argument") {
+		t.Fatalf("exec with a struct on a driver without a checker: %v; want database/sql's conversion error", err)
+	}
+
+	// At the conn: ErrSkip sends database/sql to its default converter.
+	c := &conn{inner: legacyConn{}}
+	if err := c.CheckNamedValue(&sqldriver.NamedValue{Ordinal: 1, Value: point{}}); err != sqldriver.ErrSkip {
+		t.Errorf("CheckNamedValue without an inner checker = %v; want driver.ErrSkip", err)
+	}
+}
+
+func TestBeginTxOptionsPassThrough(t *testing.T) {
+	m := newMock(t)
+	m.mock.ExpectBegin()
+	m.mock.ExpectCommit()
+	db, c, fc := openFaultDB(t, m, false, pool.Config{})
+
+	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("BeginTx: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	opts, begun := fc.conn(t, 1).lastTx()
+	want := sqldriver.TxOptions{Isolation: sqldriver.IsolationLevel(sql.LevelSerializable), ReadOnly: true}
+	if begun != 1 || opts != want {
+		t.Errorf("the driver's BeginTx got %+v (%d calls); want %+v once", opts, begun, want)
+	}
+	m.met(t)
+	checkPool(t, c, 1, 0, 1)
+}
+
+func TestBeginTxOnLegacyConn(t *testing.T) {
+	m := newMock(t)
+	m.mock.ExpectBegin()
+	m.mock.ExpectCommit()
+	db, c, _ := openFaultDB(t, m, true, pool.Config{})
+	ctx := context.Background()
+
+	for _, opts := range []*sql.TxOptions{
+		{Isolation: sql.LevelSerializable},
+		{ReadOnly: true},
+	} {
+		tx, err := db.BeginTx(ctx, opts)
+		if err == nil {
+			_ = tx.Rollback()
+			t.Fatalf("BeginTx(%+v) on a driver with only Begin succeeded", opts)
+		}
+		if errors.Is(err, sqldriver.ErrBadConn) {
+			t.Errorf("BeginTx(%+v) = %v: not a broken connection", opts, err)
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "respool: ") || !strings.Contains(msg, "isolation") ||
+			!strings.Contains(msg, "read-only") {
+			t.Errorf("BeginTx(%+v) = %q; want respool's error naming isolation levels and read-only", opts, msg)
+		}
+	}
+
+	// The default options need nothing beyond Begin.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatalf("BeginTx with default options: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	m.met(t)
+	checkPool(t, c, 1, 0, 1) // the refused BeginTx did not cost the connection
+}
+
+func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
+	m := newMock(t)
+	fc := &faultConnector{m: m}
+	c := newTestConnector(t, Config{Connector: fc, Pool: pool.Config{MaxObjects: 1}})
+
+	dc, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := dc.(interface{ Unwrap() sqldriver.Conn }); !ok || u.Unwrap() != fc.conn(t, 1) {
+		t.Errorf("Unwrap does not return the real driver's connection")
+	}
+	if v, ok := dc.(sqldriver.Validator); !ok || v.IsValid() {
+		t.Error("IsValid is not false: database/sql would keep the connection idle itself")
+	}
+	for range 2 {
+		if err := dc.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	s := c.Stats()
+	if s.Takes != 1 || s.Idle != 1 || s.Total != 1 {
+		t.Errorf("pool Takes %d, Idle %d, Total %d; want 1, 1, 1", s.Takes, s.Idle, s.Total)
+	}
+	if fc.conn(t, 1).closed.Load() {
+		t.Error("Close closed the physical connection; want it given back")
+	}
+}
+
+func TestRawConnIsTheRespoolConn(t *testing.T) {
+	m := newMock(t)
+	db, _, fc := openFaultDB(t, m, false, pool.Config{})
+	ctx := context.Background()
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	err = sc.Raw(func(dc any) error {
+		u, ok := dc.(interface{ Unwrap() sqldriver.Conn })
+		if !ok {
+			return fmt.Errorf("%T has no Unwrap", dc)
+		}
+		if u.Unwrap() != fc.conn(t, 1) {
+			return errors.New("Unwrap is not the real driver's connection")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,82 @@
+package driver_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/respool/respool/driver"
+	"github.com/respool/respool/pool"
+)
+
+func ExampleParseDSN() {
+	cfg, err := driver.ParseDSN("postgres://app:s3cret@db.example.com:5432/app?sslmode=verify-full" +
+		"&respool_max_conns=20&respool_max_idle_time=5m&respool_max_queue=100")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("driver:", cfg.DriverName)
+	fmt.Println("max conns:", cfg.Pool.MaxObjects)
+	fmt.Println("max idle time:", cfg.Pool.MaxIdle)
+	fmt.Println("max queue:", cfg.Pool.MaxQueueSize)
+	// The respool keys are gone from the DSN that reaches pgx.
+	fmt.Println("dsn:", driver.RedactDSN(cfg.DSN))
+	// Output:
+	// driver: pgx
+	// max conns: 20
+	// max idle time: 5m0s
+	// max queue: 100
+	// dsn: postgres://app:xxxxx@db.example.com:5432/app?sslmode=verify-full
+}
+
+// A Config in code can set what a DSN cannot, such as the pool's name and
+// logger, or a driver.Connector of one's own.
+func ExampleNewConnector() {
+	c, err := driver.NewConnector(driver.Config{
+		DriverName: "mysql",
+		DSN:        "app:s3cret@tcp(db.example.com:3306)/app?parseTime=true",
+		Pool: pool.Config{
+			Name:         "orders-db",
+			MaxObjects:   20,
+			MaxIdle:      5 * time.Minute,
+			MaxQueueSize: 100,
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	db := sql.OpenDB(c) // db.Close closes the pool too
+	defer db.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var now time.Time
+	if err := db.QueryRowContext(ctx, "SELECT NOW()").Scan(&now); err != nil {
+		log.Fatal(err) // errors.Is(err, pool.ErrQueueFull) when 100 callers already wait
+	}
+	// The pool's Stats, not db.Stats, count the physical connections.
+	s := c.Stats()
+	fmt.Println(now, s.Total, s.Idle, s.Takes)
+}
+
+func ExampleConfig_FormatDSN() {
+	cfg := driver.Config{
+		DriverName: "mysql",
+		DSN:        "app@tcp(db.example.com:3306)/app?parseTime=true",
+		Pool:       pool.Config{MaxObjects: 20, MaxLifetime: time.Hour},
+		TestQuery:  "SELECT 1",
+	}
+	dsn := cfg.FormatDSN()
+	fmt.Println(dsn)
+
+	back, err := driver.ParseDSN(dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(back.DSN, back.Pool.MaxObjects, back.Pool.MaxLifetime, back.TestQuery)
+	// Output:
+	// app@tcp(db.example.com:3306)/app?parseTime=true&respool_max_conns=20&respool_max_lifetime=1h0m0s&respool_test_query=SELECT%201
+	// app@tcp(db.example.com:3306)/app?parseTime=true 20 1h0m0s SELECT 1
+}
