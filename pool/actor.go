@@ -69,6 +69,9 @@ func (a *actor[T]) run() {
 			a.startClose()
 			ev = "close"
 		}
+		// Any event may have freed a slot (a destroy, a failed creation) or
+		// closed the pool: wake a waiting caller to act on it.
+		p.wakeIfNeeded()
 		if a.hook != nil {
 			a.hook(ev)
 		}
@@ -165,7 +168,6 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	}
 	if err != nil {
 		a.setTotal(a.total - 1)
-		a.freeSlot()
 		if a.closing {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
@@ -212,7 +214,6 @@ func (a *actor[T]) onDestroyed(e *entry[T]) {
 	a.retired += e.lease.Load() / 2
 	a.p.destroying.Add(-1)
 	a.setTotal(a.total - 1)
-	a.freeSlot()
 	a.startCreates()
 	a.refill()
 }
@@ -231,13 +232,6 @@ func (a *actor[T]) takes() uint64 {
 func (a *actor[T]) setTotal(n int) {
 	a.total = n
 	a.p.total.Store(int64(n))
-}
-
-// freeSlot wakes the callers that found the pool full, so that they can ask
-// for a creation now that there is room.
-func (a *actor[T]) freeSlot() {
-	ch := make(chan struct{})
-	close(*a.p.slotFreed.Swap(&ch))
 }
 
 // tick advances the pool's time and does the periodic work: destroy idle
@@ -271,6 +265,10 @@ func (a *actor[T]) tick(now int64) {
 		var e *entry[T]
 		select {
 		case e = <-p.queue:
+			if e == p.wake { // not an entry: put it back for the waiters
+				p.queue <- e
+				continue
+			}
 		default:
 			n = 1 // taken meanwhile
 			continue
@@ -353,6 +351,5 @@ func (a *actor[T]) startClose() {
 	p.cancelBase()
 	clear(a.pending)
 	a.pending = nil
-	p.drainClosed()
-	a.freeSlot() // wakes every waiting caller, which then sees closed
+	p.drainClosed() // the run loop then wakes the waiting callers (wakeIfNeeded)
 }

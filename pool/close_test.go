@@ -91,3 +91,29 @@ func TestCloseCancelsCreationsInFlight(t *testing.T) {
 		t.Fatalf("waiter = %v, want ErrClosed", r.err)
 	}
 }
+
+func TestCloseReleasesEveryWaiter(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxQueueSize: 10})
+	a := h.take()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var waiters []chan takeResult
+	for i := range 6 {
+		wctx := context.Background() // waits on queue alone
+		if i%2 == 1 {
+			wctx = ctx // waits in a select
+		}
+		waiters = append(waiters, h.waiting(wctx, i+1))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- h.p.Close(context.Background()) }()
+	for i, w := range waiters {
+		if r := <-w; !errors.Is(r.err, ErrClosed) {
+			t.Fatalf("waiter %d got %v, want ErrClosed", i, r.err)
+		}
+	}
+	h.giveBack(a)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+}

@@ -241,13 +241,14 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // blockedInTake reports whether at least n goroutines are parked in takeSlow's
-// select, that is, queued on the idle channel.
+// wait (a select, or a receive on queue alone), that is, queued on the idle
+// channel.
 func blockedInTake(n int) bool {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	count := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[select") && strings.Contains(g, ").takeSlow(") {
+		if (strings.Contains(g, "[select") || strings.Contains(g, "[chan receive")) && strings.Contains(g, ").takeSlow(") {
 			count++
 		}
 	}

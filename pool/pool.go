@@ -21,19 +21,23 @@ type Pool[T any] struct {
 	// Idle objects live in idle's shards (one per P, roughly) and in queue.
 	// queue is also the wait queue: waiting callers block receiving from it,
 	// so an object sent to it goes to the caller that has waited longest.
-	// Both can hold every entry, so a push or a send never blocks.
+	// Both can hold every entry, and queue the wake marker besides, so a push
+	// or a send never blocks.
 	idle  idleSet[T]
 	queue chan *entry[T]
+
+	// wake is the wake marker: an entry that is never handed out, sent to
+	// queue (by postWake) to wake the longest waiter when a slot is free or
+	// the pool is closing, so that it asks for a creation or returns
+	// ErrClosed. There is one, so queue holds at most one marker; wakeOut
+	// is set while it is in queue or held by whoever received it.
+	wake    *entry[T]
+	wakeOut atomic.Bool
 
 	mailbox chan message[T] // to the actor
 	closing chan struct{}   // closed by Close
 	done    chan struct{}   // closed by the actor when the last object is gone
 	closed  atomic.Bool     // set by Close before closing is closed
-
-	// slotFreed is closed (and replaced) by the actor each time an object is
-	// destroyed or a creation fails, waking callers that saw the pool full
-	// so they can ask for a creation, and once when the pool starts closing.
-	slotFreed atomic.Pointer[chan struct{}]
 
 	// Gauges written only by the actor (destroying: +1 by the destroyer, -1
 	// by the actor); read by anyone.
@@ -78,15 +82,14 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p := &Pool[T]{
 		cfg:     cfg,
 		factory: f,
-		queue:   make(chan *entry[T], cfg.MaxObjects),
+		queue:   make(chan *entry[T], cfg.MaxObjects+1), // every entry and the marker
+		wake:    new(entry[T]),
 		mailbox: make(chan message[T], 4*cfg.MaxObjects+64),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	p.idle.init(cfg.MaxObjects)
 	_, p.sysClock = cfg.Clock.(SystemClock)
-	freed := make(chan struct{})
-	p.slotFreed.Store(&freed)
 	p.now.Store(nanos(cfg.Clock.Now()))
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
 	a := newActor(p, hook)
@@ -130,6 +133,10 @@ func (p *Pool[T]) takeIdle() *entry[T] {
 	}
 	select {
 	case e := <-p.queue:
+		if e == p.wake { // meant for a waiter: put it back
+			p.queue <- e
+			return nil
+		}
 		return e
 	default:
 		return nil
@@ -249,14 +256,15 @@ func (p *Pool[T]) putIdle(e *entry[T]) {
 //
 // With callers waiting, e goes to queue and so to the one that has waited
 // longest. Otherwise it goes to its home shard, and then waiting is read
-// again: a caller that started waiting meanwhile either saw e in the shard
-// when it flushed the shards to queue after counting itself in waiting
-// (takeSlow), or it counted itself before that second read, which then sees
-// it and flushes the shards to queue here. Either way e cannot sit in a
-// shard while a caller waits for it (see flushToQueue).
+// again: a caller that started waiting meanwhile (the first one to, waiting
+// going from 0 to 1) either saw e in the shard when it flushed the shards to
+// queue after counting itself in waiting (takeSlow), or it counted itself
+// before that second read, which then sees it and flushes the shards to
+// queue here. Either way e cannot sit in a shard while a caller waits for it
+// (see flushToQueue).
 func (p *Pool[T]) pushIdle(e *entry[T]) {
 	if p.waiting.Load() != 0 {
-		p.queue <- e // never blocks: cap(queue) == MaxObjects >= entries alive
+		p.queue <- e // never blocks: cap(queue) == MaxObjects+1 > entries alive
 	} else {
 		p.idle.shards[e.home&p.idle.mask].push(e)
 		if p.waiting.Load() != 0 {
@@ -289,18 +297,53 @@ func (p *Pool[T]) drainClosed() {
 			p.destroy(e, DestroyClosed)
 		}
 	}
+	wake := false
 	for {
 		select {
 		case e := <-p.queue:
+			if e == p.wake {
+				wake = true // put back below, for the waiters still to wake
+				continue
+			}
 			p.destroy(e, DestroyClosed)
 		default:
+			if wake {
+				p.queue <- p.wake
+			}
 			return
 		}
 	}
 }
 
-// idleCount is the number of idle entries.
-func (p *Pool[T]) idleCount() int { return p.idle.count() + len(p.queue) }
+// idleCount is the number of idle entries: those in the shards and in
+// queue but the marker (it may be off by one while the marker is held).
+func (p *Pool[T]) idleCount() int {
+	n := len(p.queue)
+	if n > 0 && p.wakeOut.Load() {
+		n--
+	}
+	return p.idle.count() + n
+}
+
+// wakeIfNeeded sends the wake marker to queue when a caller waits and may
+// have to act: the pool is below MaxObjects (it should ask for a creation)
+// or is closed. The actor calls it after every event. Callers count
+// themselves in waiting (or clear wakeOut) before they look at closed and
+// total, and the actor (Close) stores total (closed) before this load of
+// waiting, so a caller that looked too early to see the change is counted
+// here (see takeSlow).
+func (p *Pool[T]) wakeIfNeeded() {
+	if (p.closed.Load() || p.total.Load() < int64(p.cfg.MaxObjects)) && p.waiting.Load() > 0 {
+		p.postWake()
+	}
+}
+
+// postWake sends the marker to queue unless it is already out.
+func (p *Pool[T]) postWake() {
+	if p.wakeOut.CompareAndSwap(false, true) {
+		p.queue <- p.wake // never blocks: queue has room for every entry and the one marker
+	}
+}
 
 // watchLeaks gives e a leak token, watched for e's whole life.
 func (p *Pool[T]) watchLeaks(e *entry[T]) {

@@ -243,3 +243,44 @@ func TestTakeHonoursAnEndedContext(t *testing.T) {
 		t.Fatalf("Take = %v", err)
 	}
 }
+
+func TestEverySlotFreedUnderAFullPoolGoesToAWaiter(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, MaxQueueSize: 10})
+	a, b := h.take(), h.take()
+	served := make(chan takeResult, 6)
+	for i := range 6 {
+		w := h.waiting(context.Background(), i+1)
+		go func() { served <- <-w }()
+	}
+	next := func() Handle[*fakeObj] {
+		t.Helper()
+		select {
+		case r := <-served:
+			if r.err != nil {
+				t.Fatalf("waiter: %v", r.err)
+			}
+			return r.h
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no waiter served: stats %+v", h.p.Stats())
+			return Handle[*fakeObj]{}
+		}
+	}
+	for _, hd := range []Handle[*fakeObj]{a, b} {
+		if err := h.p.Discard(hd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each slot freed goes to a caller waiting for the full pool, which
+	// gets a new object; then the others are served as objects come back.
+	got := []Handle[*fakeObj]{next(), next()}
+	for range 4 {
+		h.giveBack(got[0])
+		got = append(got[1:], next())
+	}
+	for _, hd := range got {
+		h.giveBack(hd)
+	}
+	if s := h.p.Stats(); s.Creates != 4 || s.Total != 2 || s.Idle != 2 || s.Waiting != 0 {
+		t.Fatalf("stats = %+v, want 4 creates, 2 idle", s)
+	}
+}
