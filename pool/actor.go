@@ -38,9 +38,10 @@ type actor[T any] struct {
 	creating int
 	anon     int // creations in flight for nobody in particular (MinIdle, TryTake)
 	testing  int
-	lastTick int64  // pool time of the previous tick
-	nextHome int    // home shard of the next entry created (round robin)
-	retired  uint64 // takes of objects already destroyed
+	lastTick int64       // pool time of the previous tick
+	nextHome int         // home shard of the next entry created (round robin)
+	retired  uint64      // takes of objects already destroyed
+	batch    []*entry[T] // the tick's scratch list
 	closing  bool
 
 	hook func(string) // tests only: called after each event is handled
@@ -247,19 +248,18 @@ func (a *actor[T]) tick(now int64) {
 	}
 	maxIdle := int64(p.cfg.MaxIdle)
 	idleLeft := p.idleCount()
-	// Each shard, then queue, is looked at once: entries are taken out one
-	// at a time (so the others stay available) and kept ones pushed back.
-	// An entry pushed back into queue (callers wait) may be looked at again,
-	// with the same outcome: kept.
+	// Each shard, then queue, is looked at once. A shard is emptied in one
+	// go (the other shards stay available) and its kept entries are pushed
+	// back oldest first, keeping its order; queue's entries are taken one at
+	// a time. An entry pushed back into queue (callers wait) may be looked at
+	// again, with the same outcome: kept.
 	for i := range p.idle.shards {
-		s := &p.idle.shards[i]
-		for n := s.len(); n > 0; n-- {
-			e := s.pop()
-			if e == nil {
-				break // taken meanwhile
-			}
+		// Oldest first, so that kept entries go back in their order.
+		a.batch = p.idle.shards[i].drainInto(a.batch[:0])
+		for _, e := range a.batch {
 			idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
 		}
+		clear(a.batch)
 	}
 	for n := len(p.queue); n > 0; n-- {
 		var e *entry[T]

@@ -10,49 +10,52 @@ import (
 // cacheLine is the size padding keeps apart what different Ps write.
 const cacheLine = 64
 
-// shard is one FIFO list of idle entries, guarded by its own mutex so that
-// callers on different Ps do not contend on one lock. Each shard can hold
-// every entry (cap MaxObjects), so a push never fails.
+// shard is one stack of idle entries, guarded by its own mutex so that
+// callers on different Ps do not contend on one lock. The entry given back
+// last is taken first: a Take gets a warm object (a connection whose server
+// process just ran), and objects beyond what the load needs stay at the
+// bottom, where MaxIdle reclaims them. Each shard can hold every entry (cap
+// MaxObjects), so a push never grows it.
 type shard[T any] struct {
-	mu   sync.Mutex
-	head int // index of the oldest entry in buf
-	n    int // entries in buf
-	buf  []*entry[T]
-	_    [cacheLine - 8 - 2*8 - 24]byte // keep neighbouring shards on other lines
+	mu  sync.Mutex
+	buf []*entry[T]              // bottom (given back longest ago) first
+	_   [cacheLine - 8 - 24]byte // keep neighbouring shards on other lines
 }
 
 func (s *shard[T]) push(e *entry[T]) {
 	s.mu.Lock()
-	i := s.head + s.n
-	if i >= len(s.buf) {
-		i -= len(s.buf)
-	}
-	s.buf[i] = e
-	s.n++
+	s.buf = append(s.buf, e)
 	s.mu.Unlock()
 }
 
-// pop removes and returns the oldest entry, or nil.
+// pop removes and returns the entry given back last, or nil.
 func (s *shard[T]) pop() *entry[T] {
 	s.mu.Lock()
-	if s.n == 0 {
+	n := len(s.buf)
+	if n == 0 {
 		s.mu.Unlock()
 		return nil
 	}
-	e := s.buf[s.head]
-	s.buf[s.head] = nil
-	s.head++
-	if s.head == len(s.buf) {
-		s.head = 0
-	}
-	s.n--
+	e := s.buf[n-1]
+	s.buf[n-1] = nil
+	s.buf = s.buf[:n-1]
 	s.mu.Unlock()
 	return e
 }
 
+// drainInto moves every entry to dst, the one given back longest ago first.
+func (s *shard[T]) drainInto(dst []*entry[T]) []*entry[T] {
+	s.mu.Lock()
+	dst = append(dst, s.buf...)
+	clear(s.buf)
+	s.buf = s.buf[:0]
+	s.mu.Unlock()
+	return dst
+}
+
 func (s *shard[T]) len() int {
 	s.mu.Lock()
-	n := s.n
+	n := len(s.buf)
 	s.mu.Unlock()
 	return n
 }
@@ -85,7 +88,7 @@ func (s *idleSet[T]) init(maxObjects int) {
 	n := numShards(maxObjects)
 	s.shards = make([]shard[T], n)
 	for i := range s.shards {
-		s.shards[i].buf = make([]*entry[T], maxObjects)
+		s.shards[i].buf = make([]*entry[T], 0, maxObjects)
 	}
 	s.mask = n - 1
 	s.hints.New = func() any { return &hint{i: int(s.next.Add(1) - 1)} }
