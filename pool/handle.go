@@ -15,6 +15,11 @@ import (
 // compare-and-swap on lease, which is what makes a second GiveBack, or a
 // GiveBack racing the leak detector, harmless.
 type entry[T any] struct {
+	// Entries are allocated side by side, and two Ps each reusing its own
+	// warm entry write to it on every take and give-back: a line of padding
+	// keeps one entry's fields off the line where the previous one ends.
+	_ [cacheLine]byte
+
 	obj  T
 	pool *Pool[T] // immutable
 

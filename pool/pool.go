@@ -124,11 +124,9 @@ func (p *Pool[T]) takeIdle() *entry[T] {
 		return nil
 	}
 	h := p.idle.getHint()
-	i := h.i & p.idle.mask
-	e := p.idle.popFrom(i)
+	e := p.idle.take(h)
 	p.idle.putHint(h)
 	if e != nil {
-		e.home = i // given back to this P's shard
 		return e
 	}
 	select {

@@ -18,44 +18,57 @@ const cacheLine = 64
 // MaxObjects), so a push never grows it.
 type shard[T any] struct {
 	mu  sync.Mutex
-	buf []*entry[T]              // bottom (given back longest ago) first
-	_   [cacheLine - 8 - 24]byte // keep neighbouring shards on other lines
+	n   int                          // entries in buf
+	buf []*entry[T]                  // len MaxObjects; buf[:n] bottom (given back longest ago) first
+	_   [cacheLine - 8 - 8 - 24]byte // keep neighbouring shards on other lines
 }
 
+// push adds e in the order of idleSince, which for a give-back is on top;
+// an entry back from its test, idle for longer, goes below the fresher ones.
 func (s *shard[T]) push(e *entry[T]) {
 	s.mu.Lock()
-	s.buf = append(s.buf, e)
+	i := s.n
+	for i > 0 && s.buf[i-1].idleSince > e.idleSince {
+		s.buf[i] = s.buf[i-1]
+		i--
+	}
+	s.buf[i] = e
+	s.n++
 	s.mu.Unlock()
 }
 
 // pop removes and returns the entry given back last, or nil.
 func (s *shard[T]) pop() *entry[T] {
 	s.mu.Lock()
-	n := len(s.buf)
-	if n == 0 {
-		s.mu.Unlock()
+	e := s.popLocked()
+	s.mu.Unlock()
+	return e
+}
+
+// popLocked is pop with s.mu held.
+func (s *shard[T]) popLocked() *entry[T] {
+	if s.n == 0 {
 		return nil
 	}
-	e := s.buf[n-1]
-	s.buf[n-1] = nil
-	s.buf = s.buf[:n-1]
-	s.mu.Unlock()
+	s.n--
+	e := s.buf[s.n]
+	s.buf[s.n] = nil
 	return e
 }
 
 // drainInto moves every entry to dst, the one given back longest ago first.
 func (s *shard[T]) drainInto(dst []*entry[T]) []*entry[T] {
 	s.mu.Lock()
-	dst = append(dst, s.buf...)
-	clear(s.buf)
-	s.buf = s.buf[:0]
+	dst = append(dst, s.buf[:s.n]...)
+	clear(s.buf[:s.n])
+	s.n = 0
 	s.mu.Unlock()
 	return dst
 }
 
 func (s *shard[T]) len() int {
 	s.mu.Lock()
-	n := len(s.buf)
+	n := s.n
 	s.mu.Unlock()
 	return n
 }
@@ -88,7 +101,7 @@ func (s *idleSet[T]) init(maxObjects int) {
 	n := numShards(maxObjects)
 	s.shards = make([]shard[T], n)
 	for i := range s.shards {
-		s.shards[i].buf = make([]*entry[T], 0, maxObjects)
+		s.shards[i].buf = make([]*entry[T], maxObjects)
 	}
 	s.mask = n - 1
 	s.hints.New = func() any { return &hint{i: int(s.next.Add(1) - 1)} }
@@ -99,11 +112,32 @@ func (s *idleSet[T]) getHint() *hint { return s.hints.Get().(*hint) }
 
 func (s *idleSet[T]) putHint(h *hint) { s.hints.Put(h) }
 
-// popFrom takes the oldest entry of shard i, failing that of any other
-// shard; nil if all were empty when looked at.
-func (s *idleSet[T]) popFrom(i int) *entry[T] {
+// take pops an entry for the P whose hint is h, from its shard first, and
+// records in the entry the shard it came from (where it goes back); nil if
+// every shard was empty when looked at. A P that finds its shard locked by
+// another moves its hint on, so Ps that came to share a shard (sync.Pool may
+// hand a hint to another P after a GC) drift apart again.
+func (s *idleSet[T]) take(h *hint) *entry[T] {
 	for k := range s.shards {
-		if e := s.shards[(i+k)&s.mask].pop(); e != nil {
+		i := (h.i + k) & s.mask
+		sh := &s.shards[i]
+		if !sh.mu.TryLock() {
+			if k == 0 {
+				h.i++
+			}
+			continue
+		}
+		e := sh.popLocked()
+		sh.mu.Unlock()
+		if e != nil {
+			e.home = i
+			return e
+		}
+	}
+	for k := range s.shards { // every shard was busy or empty: look again, waiting for locks
+		i := (h.i + k) & s.mask
+		if e := s.shards[i].pop(); e != nil {
+			e.home = i
 			return e
 		}
 	}

@@ -154,3 +154,27 @@ func TestMinIdleIsFilledAtStartAndRefilled(t *testing.T) {
 		t.Fatalf("stats = %+v, want 2 idle again", s)
 	}
 }
+
+// With idle objects kept as stacks, a light load keeps reusing the objects
+// given back last, so the surplus idles out (a FIFO would rotate through all
+// of them and keep every one alive).
+func TestSurplusObjectsIdleOutUnderLightLoad(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 4, MaxIdle: time.Minute, ValidationInterval: 20 * time.Second})
+	var hs []Handle[*fakeObj]
+	for range 4 {
+		hs = append(hs, h.take())
+	}
+	for _, hd := range hs {
+		h.giveBack(hd)
+	}
+	for range 6 { // two minutes of one caller at a time
+		for range 10 {
+			h.giveBack(h.take())
+		}
+		h.clk.Advance(t, 20*time.Second)
+		h.ev.wait(t, "tick", 1)
+	}
+	if s := h.p.Stats(); s.Destroyed(DestroyIdle) < 2 || s.Total > 2 {
+		t.Fatalf("stats = %+v: want the objects a single caller does not need destroyed as idle", s)
+	}
+}
