@@ -9,6 +9,10 @@ import (
 	"github.com/respool/respool/leak"
 )
 
+// MaxMaxObjects bounds MaxObjects: the pool sizes its idle lists for
+// MaxObjects up front.
+const MaxMaxObjects = 1 << 16
+
 // Defaults used for zero Config fields.
 const (
 	DefaultMaxQueueSize       = 1024
@@ -100,6 +104,10 @@ func (c Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if c.MaxObjects > MaxMaxObjects {
+		return &ConfigError{Field: "MaxObjects", Value: c.MaxObjects,
+			Reason: "must be at most " + strconv.Itoa(MaxMaxObjects)}
 	}
 	d := c.withDefaults()
 	if d.MinIdle > d.MaxObjects {

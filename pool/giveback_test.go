@@ -95,6 +95,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		field string
 	}{
 		{Config{MaxObjects: -1}, "MaxObjects"},
+		{Config{MaxObjects: MaxMaxObjects + 1}, "MaxObjects"},
 		{Config{MaxQueueSize: -5}, "MaxQueueSize"},
 		{Config{MaxObjects: 2, MinIdle: 3}, "MinIdle"},
 		{Config{CreateTimeout: -time.Second}, "CreateTimeout"},
