@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/respool/respool/leak"
 )
@@ -332,7 +333,7 @@ func (a *actor[T]) reportHeld(now int64) {
 		if held := now - e.takenAt.Load(); held >= int64(threshold) {
 			e.heldReported = lease
 			p.counters.held.Add(1)
-			leak.LogHeld(p.cfg.Logger, p.cfg.Name+" object", durationOf(held), threshold, e.site.Load())
+			leak.LogHeld(p.cfg.Logger, p.cfg.Name+" object", time.Duration(held), threshold, e.site.Load())
 		}
 	}
 }

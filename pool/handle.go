@@ -75,5 +75,3 @@ func (h Handle[T]) Value() T { return h.e.obj }
 func (h Handle[T]) Valid() bool { return h.e != nil }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func durationOf(n int64) time.Duration { return time.Duration(n) }
