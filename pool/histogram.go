@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -9,28 +10,38 @@ import (
 // i counts waits shorter than 1µs<<i; the last one counts everything longer.
 const waitBuckets = 28 // up to 1µs<<26 ≈ 67 s
 
-// waitHistogram counts how long Takes waited. Safe for concurrent use.
-type waitHistogram struct {
+// waitStats counts the waits of the Takes of roughly one P (one per idle
+// shard), so that Ps do not contend on the counters. Safe for concurrent use.
+type waitStats struct {
+	nanos  atomic.Uint64
 	counts [waitBuckets]atomic.Uint64
+	_      [cacheLine]byte // keep neighbouring Ps' counters on other lines
 }
 
-func (h *waitHistogram) observe(d time.Duration) {
-	i := 0
-	for limit := time.Microsecond; i < waitBuckets-1 && d >= limit; limit <<= 1 {
-		i++
-	}
-	h.counts[i].Add(1)
+func (w *waitStats) observe(d time.Duration) {
+	d = max(d, 0)
+	w.nanos.Add(uint64(d))
+	w.counts[min(bits.Len64(uint64(d/time.Microsecond)), waitBuckets-1)].Add(1)
 }
 
-func (h *waitHistogram) snapshot(immediate uint64) Histogram {
-	out := Histogram{Bounds: make([]time.Duration, waitBuckets), Counts: make([]uint64, waitBuckets)}
-	for i := range out.Bounds {
-		out.Bounds[i] = time.Microsecond << i
-		out.Counts[i] = h.counts[i].Load()
+// waitSnapshot sums ws: how many Takes waited, how long in all, and the
+// histogram, whose first bucket also counts the Takes (of takes in all) that
+// were served at once.
+func waitSnapshot(ws []waitStats, takes uint64) (waits uint64, total time.Duration, h Histogram) {
+	h = Histogram{Bounds: make([]time.Duration, waitBuckets), Counts: make([]uint64, waitBuckets)}
+	for i := range h.Bounds {
+		h.Bounds[i] = time.Microsecond << i
+		for j := range ws {
+			h.Counts[i] += ws[j].counts[i].Load()
+		}
+		waits += h.Counts[i]
 	}
-	out.Bounds[waitBuckets-1] = 0 // unbounded
-	out.Counts[0] += immediate
-	return out
+	for j := range ws {
+		total += time.Duration(ws[j].nanos.Load())
+	}
+	h.Bounds[waitBuckets-1] = 0 // unbounded
+	h.Counts[0] += takes - min(takes, waits)
+	return waits, total, h
 }
 
 // Histogram is a snapshot of how long Takes waited for an object. Counts[i]

@@ -53,6 +53,7 @@ type Pool[T any] struct {
 	_       [cacheLine - 8]byte
 
 	counters   counters
+	waitStats  []waitStats   // one per idle shard
 	finalTakes atomic.Uint64 // the actor's takes count when it stopped
 
 	// now is the pool's time in unix nanos, advanced by the actor each tick.
@@ -89,6 +90,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 		done:    make(chan struct{}),
 	}
 	p.idle.init(cfg.MaxObjects)
+	p.waitStats = make([]waitStats, len(p.idle.shards))
 	_, p.sysClock = cfg.Clock.(SystemClock)
 	p.now.Store(nanos(cfg.Clock.Now()))
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())

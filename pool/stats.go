@@ -67,10 +67,9 @@ func (s Stats) Destroyed(r DestroyReason) uint64 {
 
 // counters are the pool's cumulative counters; any goroutine may add.
 type counters struct {
-	waits, waitNanos, queueFull, cancelled atomic.Uint64
-	creates, createFailures, leaks, held   atomic.Uint64
-	destroys                               [numDestroyReasons]atomic.Uint64
-	waitHist                               waitHistogram
+	queueFull, cancelled                 atomic.Uint64
+	creates, createFailures, leaks, held atomic.Uint64
+	destroys                             [numDestroyReasons]atomic.Uint64
 }
 
 // Stats returns a snapshot of the pool's gauges and counters. It asks the
@@ -86,8 +85,6 @@ func (p *Pool[T]) Stats() Stats {
 		Testing:        int(p.testing.Load()),
 		Waiting:        int(p.waiting.Load()),
 		Takes:          p.takes(),
-		Waits:          c.waits.Load(),
-		WaitTime:       time.Duration(c.waitNanos.Load()),
 		QueueFull:      c.queueFull.Load(),
 		CancelledWaits: c.cancelled.Load(),
 		Creates:        c.creates.Load(),
@@ -99,7 +96,7 @@ func (p *Pool[T]) Stats() Stats {
 		s.Destroys[i] = c.destroys[i].Load()
 	}
 	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
-	s.WaitHistogram = c.waitHist.snapshot(s.Takes - min(s.Takes, s.Waits))
+	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats, s.Takes)
 	return s
 }
 

@@ -192,7 +192,7 @@ func (p *Pool[T]) observeWait(start int64, err error) {
 		return
 	}
 	d := time.Duration(p.waitClock() - start)
-	p.counters.waits.Add(1)
-	p.counters.waitNanos.Add(uint64(max(d, 0)))
-	p.counters.waitHist.observe(d)
+	h := p.idle.getHint()
+	p.waitStats[h.i&p.idle.mask].observe(d)
+	p.idle.putHint(h)
 }
