@@ -50,7 +50,19 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	if docker {
 		s, err = startMariaDBContainer(ctx)
 	} else {
-		s, err = startLocalMariaDB(ctx)
+		// mariadb-install-db has been seen to fail now and then when several
+		// servers start at once (parallel test packages); a fresh directory
+		// succeeds. Each failure's log is in the final error.
+		var errs []error
+		for attempt := 1; attempt <= 3; attempt++ {
+			if s, err = startLocalMariaDB(ctx); err == nil || ctx.Err() != nil || err.Error() == errNoMariaDB {
+				break
+			}
+			errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+		}
+		if err != nil && len(errs) > 0 {
+			err = errors.Join(errs...)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -94,7 +106,7 @@ func startLocalMariaDB(ctx context.Context) (_ *Server, err error) {
 	}
 	// --no-defaults must come first; other flags pass through to mariadbd.
 	args := append([]string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve", "--extra-file=" + initSQL}, asUser...)
+		"--skip-test-db", "--skip-name-resolve", "--extra-file=" + initSQL, "--tmpdir=" + dir}, asUser...)
 	if err := runTool(ctx, logPath, nil, installDB, append(args, mariadbTuning...)...); err != nil {
 		return nil, err
 	}

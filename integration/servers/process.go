@@ -128,8 +128,21 @@ func logTail(path string) string {
 		return ""
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var errs []string // the lines that say what went wrong, wherever they are
+	for _, l := range lines {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, "[ERROR]") || strings.Contains(l, "FATAL") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) > logTailLines {
+		errs = errs[:logTailLines]
+	}
 	if len(lines) > logTailLines {
 		lines = lines[len(lines)-logTailLines:]
 	}
-	return "\n--- tail of " + path + " ---\n" + strings.Join(lines, "\n")
+	out := "\n--- tail of " + path + " ---\n" + strings.Join(lines, "\n")
+	if len(errs) > 0 {
+		out = "\n--- errors in " + path + " ---\n" + strings.Join(errs, "\n") + out
+	}
+	return out
 }
