@@ -8,18 +8,24 @@ import (
 	"github.com/respool/respool/pool"
 )
 
-// conn is one use of a pooled connection by database/sql: made by
-// Connector.Connect, ended by Close, which hands the connection back to the
-// pool (or discards it when it is broken). Every method delegates to the real
-// driver's connection; its errors pass through unchanged.
+// conn is what database/sql holds for a respool connection. It holds a real
+// connection from the pool (attached) only while database/sql uses it:
+// when database/sql puts it in its idle list (IsValid), the real connection
+// goes back to respool's pool and the conn keeps nothing but its shell;
+// when database/sql takes it again (ResetSession), it takes a connection
+// from the pool, bounded by the caller's context and subject to the pool's
+// queue. So database/sql's idle list holds no connection, and respool's pool
+// alone decides how many exist, how long they idle, who waits and who leaked.
 //
-// database/sql uses a conn from one goroutine at a time, so broken needs no
-// lock.
+// Every method delegates to the real connection; its errors pass through
+// unchanged. database/sql serialises every call on a conn (its driverConn's
+// lock), so the fields need no lock.
 type conn struct {
 	c      *Connector
 	h      pool.Handle[driver.Conn]
-	inner  driver.Conn
-	broken bool // an operation failed with driver.ErrBadConn
+	inner  driver.Conn // nil while detached
+	broken bool        // the attached connection failed with driver.ErrBadConn
+	stmts  []*stmt     // prepared on the attached connection; closed before it goes back
 	closed bool
 }
 
@@ -35,7 +41,13 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// Unwrap returns the real driver's connection (for sql.Conn.Raw users).
+// errDetached is what a method of a detached conn returns: database/sql
+// then drops the shell and retries on another connection. It cannot happen
+// through database/sql, which resets a conn before reusing it.
+var errDetached = driver.ErrBadConn
+
+// Unwrap returns the real driver's connection (for sql.Conn.Raw users); nil
+// while detached.
 func (c *conn) Unwrap() driver.Conn { return c.inner }
 
 // check notes a driver.ErrBadConn: that connection must not be reused.
@@ -46,19 +58,71 @@ func (c *conn) check(err error) error {
 	return err
 }
 
+// attach takes a connection from the pool. A refusal (queue full, context
+// ended, pool closed, creation failed) is reported as driver.ErrBadConn, so
+// that database/sql drops the shell and ends with Connector.Connect, which
+// returns the pool's own error to the caller.
+func (c *conn) attach(ctx context.Context) error {
+	h, err := c.c.pool.Take(ctx)
+	if err != nil {
+		return driver.ErrBadConn
+	}
+	c.h, c.inner = h, h.Value()
+	return nil
+}
+
+// release gives the attached connection back to the pool (or discards it
+// when it is broken, its session cannot be reset, or it is inside a
+// transaction: GiveBack's Validate), after closing the statements prepared
+// on it. The conn is then a detached shell.
+func (c *conn) release() error {
+	for _, s := range c.stmts {
+		s.closeInner()
+	}
+	clear(c.stmts)
+	c.stmts = c.stmts[:0]
+	p, h := c.c.pool, c.h
+	broken := c.broken || c.resetFailed()
+	c.h, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, false
+	if broken {
+		return p.Discard(h)
+	}
+	return p.GiveBack(h)
+}
+
+func (c *conn) resetFailed() bool {
+	sr, ok := c.inner.(driver.SessionResetter)
+	return ok && sr.ResetSession(context.Background()) != nil
+}
+
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
-	s, err := c.inner.Prepare(query)
-	return c.stmt(s, err)
+	return c.PrepareContext(context.Background(), query)
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.inner == nil {
+		return nil, errDetached
+	}
+	inner, err := c.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s := &stmt{c: c, query: query, inner: inner, numInput: inner.NumInput()}
+	c.stmts = append(c.stmts, s)
+	return s, nil
+}
+
+// prepare prepares query on the attached connection.
+func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
 	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
-		return c.stmt(pc.PrepareContext(ctx, query))
+		s, err := pc.PrepareContext(ctx, query)
+		return s, c.check(err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.Prepare(query)
+	s, err := c.inner.Prepare(query)
+	return s, c.check(err)
 }
 
 // Begin is the pre-context form; database/sql calls BeginTx.
@@ -69,6 +133,9 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.inner == nil {
+		return nil, errDetached
+	}
 	if bc, ok := c.inner.(driver.ConnBeginTx); ok {
 		return c.tx(bc.BeginTx(ctx, opts))
 	}
@@ -79,15 +146,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	return c.tx(c.inner.Begin())
 }
 
-// stmt and tx wrap what the real driver returned, to watch it for
-// driver.ErrBadConn.
-func (c *conn) stmt(s driver.Stmt, err error) (driver.Stmt, error) {
-	if err != nil {
-		return nil, c.check(err)
-	}
-	return stmt{c: c, inner: s}, nil
-}
-
+// tx wraps the real driver's transaction, to watch it for driver.ErrBadConn.
 func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
 	if err != nil {
 		return nil, c.check(err)
@@ -96,6 +155,9 @@ func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.inner == nil {
+		return nil, errDetached
+	}
 	ec, ok := c.inner.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares instead
@@ -105,6 +167,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.inner == nil {
+		return nil, errDetached
+	}
 	qc, ok := c.inner.(driver.QueryerContext)
 	if !ok {
 		return nil, driver.ErrSkip
@@ -114,6 +179,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 func (c *conn) Ping(ctx context.Context) error {
+	if c.inner == nil {
+		return errDetached
+	}
 	if p, ok := c.inner.(driver.Pinger); ok {
 		return c.check(p.Ping(ctx))
 	}
@@ -127,8 +195,13 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 	return driver.ErrSkip
 }
 
-// ResetSession asks the real connection whether its session can be reused.
+// ResetSession is called by database/sql before it reuses an idle conn: the
+// conn takes a connection from the pool. On an attached conn it asks the
+// real connection whether its session can be reused.
 func (c *conn) ResetSession(ctx context.Context) error {
+	if c.inner == nil {
+		return c.attach(ctx)
+	}
 	if c.broken {
 		return driver.ErrBadConn
 	}
@@ -138,26 +211,27 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	return nil
 }
 
-// IsValid is false: database/sql then closes the conn after each use instead
-// of keeping it idle, and Close gives the connection back to respool's pool,
-// which alone keeps idle connections.
-func (c *conn) IsValid() bool { return false }
+// IsValid is called by database/sql as it puts the conn back in its idle
+// list: the real connection goes back to respool's pool, and database/sql
+// keeps a shell that holds nothing. A conn whose connection broke reports
+// false, so database/sql drops the shell too.
+func (c *conn) IsValid() bool {
+	if c.inner == nil {
+		return true
+	}
+	broken := c.broken
+	_ = c.release() // only ErrAlreadyReturned, which cannot happen here
+	return !broken
+}
 
-// Close hands the connection back to the pool, or discards it when it is
-// broken, its session cannot be reset, or it is left inside a transaction.
+// Close gives the attached connection, if any, back to the pool.
 func (c *conn) Close() error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
-	p := c.c.pool
-	if c.broken || c.resetFailed() {
-		return p.Discard(c.h)
+	if c.inner == nil {
+		return nil
 	}
-	return p.GiveBack(c.h) // GiveBack validates, which catches an open transaction
-}
-
-func (c *conn) resetFailed() bool {
-	sr, ok := c.inner.(driver.SessionResetter)
-	return ok && sr.ResetSession(context.Background()) != nil
+	return c.release()
 }

@@ -495,8 +495,16 @@ func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
 	if u, ok := dc.(interface{ Unwrap() sqldriver.Conn }); !ok || u.Unwrap() != fc.conn(t, 1) {
 		t.Errorf("Unwrap does not return the real driver's connection")
 	}
-	if v, ok := dc.(sqldriver.Validator); !ok || v.IsValid() {
-		t.Error("IsValid is not false: database/sql would keep the connection idle itself")
+	// database/sql calls IsValid as it puts a conn in its idle list: the
+	// connection goes back to the pool, and the conn keeps only its shell.
+	if v, ok := dc.(sqldriver.Validator); !ok || !v.IsValid() {
+		t.Error("IsValid of a healthy conn is false: database/sql would drop the shell")
+	}
+	if u := dc.(interface{ Unwrap() sqldriver.Conn }); u.Unwrap() != nil {
+		t.Error("the conn still holds its connection after IsValid")
+	}
+	if s := c.Stats(); s.Idle != 1 || s.InUse != 0 {
+		t.Errorf("after IsValid the pool has %d idle, %d in use; want the connection back: 1, 0", s.Idle, s.InUse)
 	}
 	for range 2 {
 		if err := dc.Close(); err != nil {
@@ -533,5 +541,33 @@ func TestRawConnIsTheRespoolConn(t *testing.T) {
 	})
 	if err != nil {
 		t.Error(err)
+	}
+}
+
+// A statement prepared through *sql.DB is closed on its connection before
+// the connection goes back to the pool, and prepared again on the next use.
+func TestStatementsAreClosedBeforeTheirConnectionGoesBack(t *testing.T) {
+	m := newMock(t)
+	m.mock.ExpectPrepare("SELECT n").WillBeClosed() // by db.PrepareContext; closed as its connection goes back
+	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
+	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+	db, c := openMockDB(t, m, pool.Config{MaxObjects: 1})
+	ctx := context.Background()
+	stmt, err := db.PrepareContext(ctx, "SELECT n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := 1; want <= 2; want++ {
+		var n int
+		if err := stmt.QueryRowContext(ctx).Scan(&n); err != nil || n != want {
+			t.Fatalf("use %d: %d, %v", want, n, err)
+		}
+	}
+	if err := stmt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.met(t) // both prepared statements were closed
+	if s := c.Stats(); s.Creates != 1 || s.InUse != 0 {
+		t.Fatalf("pool: %+v; want one connection, back in the pool", s)
 	}
 }

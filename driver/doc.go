@@ -13,11 +13,15 @@
 // # One pool, not two
 //
 // database/sql keeps its own list of idle connections on top of any driver.
-// respool's connections report themselves invalid (driver.Validator) once
-// database/sql is done with them, so database/sql closes them instead of
-// keeping them, and closing one gives it back to respool's pool. The number of
-// physical connections, the idle timeout, the wait queue and leak detection
-// are respool's alone, and the pool's Stats (Connector.Stats) tell the truth.
+// A respool connection holds a real connection only while database/sql uses
+// it: when database/sql puts it in its idle list (driver.Validator), the real
+// connection goes back to respool's pool and database/sql keeps an empty
+// shell; when database/sql reuses the shell (driver.SessionResetter), it takes
+// a connection from the pool again. The number of physical connections, the
+// idle timeout, the wait queue and leak detection are respool's alone, and the
+// pool's Stats (Connector.Stats) tell the truth; sql.DB.Stats counts shells.
+// A statement prepared through *sql.DB is prepared again on the connection
+// that serves each use, and closed before that connection goes back.
 // A Take refused because the wait queue is full reaches the caller of
 // QueryContext as an error for which errors.Is(err, pool.ErrQueueFull) holds.
 //

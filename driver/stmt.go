@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"slices"
 )
 
 // tx is the real driver's transaction, watched for driver.ErrBadConn so
 // that a connection that died in Commit or Rollback is not reused.
-// database/sql serialises it with its conn (the driverConn's lock).
 type tx struct {
 	c     *conn
 	inner driver.Tx
@@ -17,29 +17,73 @@ type tx struct {
 func (t tx) Commit() error   { return t.c.check(t.inner.Commit()) }
 func (t tx) Rollback() error { return t.c.check(t.inner.Rollback()) }
 
-// stmt is the real driver's prepared statement, watched for
-// driver.ErrBadConn like tx. Rows are not wrapped (a query's hot path);
-// drivers that lose a connection while reading rows mark it invalid
-// themselves (driver.Validator), which the pool checks on give-back.
+// stmt is a statement database/sql prepared on a conn. Its real statement
+// lives on the connection the conn had when it was prepared and is closed
+// when that connection goes back to the pool; the next use prepares it again
+// on the connection the conn has then. It is watched for driver.ErrBadConn
+// like tx. Rows are not wrapped (a query's hot path); drivers that lose a
+// connection while reading rows mark it invalid themselves
+// (driver.Validator), which the pool checks on give-back.
 type stmt struct {
-	c     *conn
-	inner driver.Stmt
+	c        *conn
+	query    string
+	inner    driver.Stmt // nil until prepared on the conn's current connection
+	numInput int
 }
 
 var (
-	_ driver.Stmt              = stmt{}
-	_ driver.StmtExecContext   = stmt{}
-	_ driver.StmtQueryContext  = stmt{}
-	_ driver.NamedValueChecker = stmt{}
+	_ driver.Stmt              = (*stmt)(nil)
+	_ driver.StmtExecContext   = (*stmt)(nil)
+	_ driver.StmtQueryContext  = (*stmt)(nil)
+	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-func (s stmt) Close() error  { return s.inner.Close() }
-func (s stmt) NumInput() int { return s.inner.NumInput() }
+// ready makes sure s is prepared on its conn's current connection.
+func (s *stmt) ready(ctx context.Context) error {
+	if s.inner != nil {
+		return nil
+	}
+	if s.c.inner == nil {
+		return errDetached
+	}
+	inner, err := s.c.prepare(ctx, s.query)
+	if err != nil {
+		return err
+	}
+	s.inner = inner
+	s.c.stmts = append(s.c.stmts, s)
+	return nil
+}
+
+// closeInner closes the real statement (its connection is about to go back).
+func (s *stmt) closeInner() {
+	if s.inner != nil {
+		_ = s.inner.Close()
+		s.inner = nil
+	}
+}
+
+func (s *stmt) Close() error {
+	if s.inner == nil {
+		return nil
+	}
+	err := s.inner.Close()
+	s.inner = nil
+	if i := slices.Index(s.c.stmts, s); i >= 0 {
+		s.c.stmts = slices.Delete(s.c.stmts, i, i+1)
+	}
+	return err
+}
+
+func (s *stmt) NumInput() int { return s.numInput }
 
 // Exec is the pre-context form.
 //
 // Deprecated: database/sql calls ExecContext.
-func (s stmt) Exec(args []driver.Value) (driver.Result, error) {
+func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	if err := s.ready(context.Background()); err != nil {
+		return nil, err
+	}
 	r, err := s.inner.Exec(args)
 	return r, s.c.check(err)
 }
@@ -47,12 +91,18 @@ func (s stmt) Exec(args []driver.Value) (driver.Result, error) {
 // Query is the pre-context form.
 //
 // Deprecated: database/sql calls QueryContext.
-func (s stmt) Query(args []driver.Value) (driver.Rows, error) {
+func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	if err := s.ready(context.Background()); err != nil {
+		return nil, err
+	}
 	r, err := s.inner.Query(args)
 	return r, s.c.check(err)
 }
 
-func (s stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	if ec, ok := s.inner.(driver.StmtExecContext); ok {
 		r, err := ec.ExecContext(ctx, args)
 		return r, s.c.check(err)
@@ -64,7 +114,10 @@ func (s stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver
 	return s.Exec(values)
 }
 
-func (s stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	if qc, ok := s.inner.(driver.StmtQueryContext); ok {
 		r, err := qc.QueryContext(ctx, args)
 		return r, s.c.check(err)
@@ -78,20 +131,11 @@ func (s stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (drive
 
 // CheckNamedValue asks the statement's checker, else the connection's, as
 // database/sql would have without the wrapper.
-func (s stmt) CheckNamedValue(nv *driver.NamedValue) error {
+func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if nc, ok := s.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)
 	}
 	return s.c.CheckNamedValue(nv)
-}
-
-// ColumnConverter passes the statement's converter through, or the default.
-func (s stmt) ColumnConverter(idx int) driver.ValueConverter {
-	//lint:ignore SA1019 passed through for drivers that still use it
-	if cc, ok := s.inner.(driver.ColumnConverter); ok {
-		return cc.ColumnConverter(idx)
-	}
-	return driver.DefaultParameterConverter
 }
 
 // plainValues converts args for a driver without the context interfaces,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -168,8 +169,16 @@ func TestServerNeverSeesMoreConnectionsThanThePoolMaximum(t *testing.T) {
 		if st.Takes < goroutines*queriesEach {
 			t.Fatalf("takes = %d, want at least %d: database/sql kept connections of its own", st.Takes, goroutines*queriesEach)
 		}
-		if dbs := db.Stats(); dbs.Idle != 0 {
-			t.Fatalf("database/sql keeps %d idle connections of its own", dbs.Idle)
+		// database/sql keeps idle shells that hold no connection: every
+		// connection the server has is idle in respool's pool.
+		after := c.Stats()
+		onServer, err := count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.InUse != 0 || after.Idle != after.Total || onServer != after.Total {
+			t.Fatalf("after the load: pool %d idle of %d (%d in use), server %d connections; want every connection idle in respool's pool (database/sql idle: %d shells)",
+				after.Idle, after.Total, after.InUse, onServer, db.Stats().Idle)
 		}
 	})
 }
@@ -388,4 +397,43 @@ func newConnectionCounter(t *testing.T, ctx context.Context, s *servers.Server, 
 		err := mon.QueryRowContext(ctx, q, s.Database, since).Scan(&n)
 		return n, err
 	}
+}
+
+// A statement prepared through *sql.DB keeps working while its connections
+// go back to respool's pool and come back different: it is prepared again on
+// whichever connection serves it.
+func TestPreparedStatementAcrossPooledConnections(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *servers.Server) {
+		ctx := ctxT(t)
+		db, c := openDB(t, withKeys(s, "respool_max_conns=2"))
+		stmt, err := db.PrepareContext(ctx, "SELECT "+placeholder(s, 1)+" + 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stmt.Close()
+		var wg sync.WaitGroup
+		errs := make(chan error, 4*50)
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					var n int
+					if err := stmt.QueryRowContext(ctx, g*100+i).Scan(&n); err != nil {
+						errs <- err
+					} else if n != g*100+i+1 {
+						errs <- fmt.Errorf("got %d, want %d", n, g*100+i+1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.Total > 2 || st.InUse != 0 {
+			t.Fatalf("pool after the statements: %+v", st)
+		}
+	})
 }
