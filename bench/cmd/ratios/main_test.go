@@ -3,7 +3,11 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // sample is go test -bench output of two -count runs, with the lines around
 // results that go test prints and a log line, all to be ignored.
