@@ -71,10 +71,11 @@ func (c *conn) attach(ctx context.Context) error {
 	return nil
 }
 
-// release gives the attached connection back to the pool (or discards it
-// when it is broken, its session cannot be reset, or it is inside a
-// transaction: GiveBack's Validate), after closing the statements prepared
-// on it. The conn is then a detached shell.
+// release gives the attached connection back to the pool, after closing the
+// statements prepared on it, or discards it when it is broken or the real
+// driver's ResetSession refuses it (pgx refuses a connection left inside a
+// transaction). GiveBack validates it too (driver.Validator). The conn is
+// then a detached shell.
 func (c *conn) release() error {
 	for _, s := range c.stmts {
 		s.closeInner()

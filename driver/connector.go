@@ -20,9 +20,7 @@ const closeTimeout = 30 * time.Second
 // Connector is a driver.Connector whose connections come from a respool
 // pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
 type Connector struct {
-	cfg  Config
-	base driver.Connector // makes the physical connections
-	pool *pool.Pool[driver.Conn]
+	pool *pool.Pool[driver.Conn] // of the real driver's connections
 }
 
 var (
@@ -43,12 +41,11 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(cfg) + ")"
 	}
-	c := &Connector{cfg: cfg, base: base}
-	c.pool, err = pool.New[driver.Conn](connFactory{factory.Connector{Connector: base, TestQuery: cfg.TestQuery}}, pc)
+	p, err := pool.New[driver.Conn](factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, pc)
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return &Connector{pool: p}, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
@@ -127,12 +124,6 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &conn{c: c, h: h, inner: h.Value()}, nil
 }
 
-// openUnpooled connects without the pool (Driver.Open).
-func (c *Connector) openUnpooled() (driver.Conn, error) {
-	defer c.Close()
-	return c.base.Connect(context.Background())
-}
-
 // Driver returns respool's Driver.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
 
@@ -158,19 +149,3 @@ func driverLabel(cfg Config) string {
 	}
 	return cfg.DriverName
 }
-
-// connFactory is factory.Connector plus respool's checks of a connection's
-// session state: a connection left inside a transaction is not reused.
-type connFactory struct{ factory.Connector }
-
-func (f connFactory) Validate(c driver.Conn) error {
-	if err := f.Connector.Validate(c); err != nil {
-		return err
-	}
-	if inTransaction(c) {
-		return errInTransaction
-	}
-	return nil
-}
-
-var errInTransaction = errors.New("respool: connection left inside a transaction")

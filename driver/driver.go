@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 
@@ -23,14 +24,19 @@ var (
 	_ driver.DriverContext = Driver{}
 )
 
-// Open opens one connection outside any pool reuse; database/sql calls
-// OpenConnector instead, which is where the pool lives.
-func (d Driver) Open(dsn string) (driver.Conn, error) {
-	c, err := d.OpenConnector(dsn)
+// Open opens one connection to the real driver, outside any pool; it is
+// here for the driver.Driver contract. database/sql calls OpenConnector,
+// which is where the pool lives.
+func (Driver) Open(dsn string) (driver.Conn, error) {
+	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return c.(*Connector).openUnpooled()
+	base, err := baseConnector(*cfg)
+	if err != nil {
+		return nil, err
+	}
+	return base.Connect(context.Background())
 }
 
 // OpenConnector parses dsn (see ParseDSN) and returns a Connector with its
