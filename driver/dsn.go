@@ -803,14 +803,7 @@ func (c *Config) FormatDSN() string {
 
 	var b strings.Builder
 	if form == dsnFormKV {
-		for i, p := range pairs {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(p[0])
-			b.WriteByte('=')
-			b.WriteString(dsnQuoteKV(p[1]))
-		}
+		dsnWritePairs(&b, pairs, ' ', dsnQuoteKV)
 		if c.DSN != "" {
 			b.WriteByte(' ')
 			b.WriteString(c.DSN)
@@ -831,15 +824,21 @@ func (c *Config) FormatDSN() string {
 	case q < len(c.DSN)-1:
 		b.WriteByte('&')
 	}
+	dsnWritePairs(&b, pairs, '&', dsnEscapeQuery)
+	return b.String()
+}
+
+// dsnWritePairs writes key=value pairs separated by sep, each value encoded
+// for the DSN's form.
+func dsnWritePairs(b *strings.Builder, pairs [][2]string, sep byte, encode func(string) string) {
 	for i, p := range pairs {
 		if i > 0 {
-			b.WriteByte('&')
+			b.WriteByte(sep)
 		}
 		b.WriteString(p[0])
 		b.WriteByte('=')
-		b.WriteString(dsnEscapeQuery(p[1]))
+		b.WriteString(encode(p[1]))
 	}
-	return b.String()
 }
 
 // dsnPlacement returns the form in which FormatDSN adds keys to d: d's own

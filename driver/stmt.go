@@ -7,16 +7,6 @@ import (
 	"slices"
 )
 
-// tx is the real driver's transaction, watched for driver.ErrBadConn so
-// that a connection that died in Commit or Rollback is not reused.
-type tx struct {
-	c     *conn
-	inner driver.Tx
-}
-
-func (t tx) Commit() error   { return t.c.check(t.inner.Commit()) }
-func (t tx) Rollback() error { return t.c.check(t.inner.Rollback()) }
-
 // stmt is a statement database/sql prepared on a conn. Its real statement
 // lives on the connection the conn had when it was prepared and is closed
 // when that connection goes back to the pool; the next use prepares it again

@@ -1,0 +1,13 @@
+package driver
+
+import "database/sql/driver"
+
+// tx is the real driver's transaction, watched for driver.ErrBadConn so
+// that a connection that died in Commit or Rollback is not reused.
+type tx struct {
+	c     *conn
+	inner driver.Tx
+}
+
+func (t tx) Commit() error   { return t.c.check(t.inner.Commit()) }
+func (t tx) Rollback() error { return t.c.check(t.inner.Rollback()) }
