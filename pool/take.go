@@ -129,7 +129,7 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 					return Handle[T]{}, r.err
 				}
 				h := p.lend(r.e)
-				p.observeWait(start, nil)
+				p.observeWait(start)
 				return h, nil
 			case <-done:
 				p.returnDelivered(w)
@@ -147,7 +147,9 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 			w, reply = nil, nil
 			continue
 		}
-		p.observeWait(start, err)
+		if err == nil {
+			p.observeWait(start)
+		}
 		return h, err
 	}
 }
@@ -187,10 +189,7 @@ func (p *Pool[T]) waitClock() int64 {
 
 // observeWait counts a successful Take that had to wait since start (a
 // waitClock reading).
-func (p *Pool[T]) observeWait(start int64, err error) {
-	if err != nil {
-		return
-	}
+func (p *Pool[T]) observeWait(start int64) {
 	d := time.Duration(p.waitClock() - start)
 	h := p.idle.getHint()
 	p.waitStats[h.i&p.idle.mask].observe(d)

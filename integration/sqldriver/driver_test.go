@@ -195,6 +195,9 @@ func TestQueueFullReachesTheCaller(t *testing.T) {
 		waited := make(chan error, 1)
 		go func() { waited <- db.QueryRowContext(waitCtx, "SELECT 1").Scan(new(int)) }()
 		for c.Stats().Waiting != 1 { // until the second caller queues
+			if ctx.Err() != nil {
+				t.Fatal("the second caller never queued")
+			}
 			runtime.Gosched()
 		}
 		err = db.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
