@@ -384,16 +384,23 @@ func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
 	}()
 }
 
-// Close stops the pool: new Takes fail with ErrClosed, waiting callers are
-// released with it, idle objects are destroyed and objects still out are
-// destroyed as they come back. Close returns nil once every object is gone,
-// or ctx's error, wrapped with how many objects remain, if ctx ends first;
-// calling it again waits again.
-func (p *Pool[T]) Close(ctx context.Context) error {
+// StartClose begins closing the pool, as Close does, and returns at once:
+// new Takes fail with ErrClosed, waiting callers are released with it, idle
+// objects are destroyed, and objects still out are destroyed as they come
+// back (or, when their Handle is lost, as the leak detector finds them).
+// Close waits for the end of it.
+func (p *Pool[T]) StartClose() {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
 		close(p.closing)
 	})
+}
+
+// Close stops the pool (see StartClose) and waits until every object is
+// gone. It returns nil then, or ctx's error, wrapped with how many objects
+// remain, if ctx ends first; calling it again waits again.
+func (p *Pool[T]) Close(ctx context.Context) error {
+	p.StartClose()
 	select {
 	case <-p.done:
 		return nil
