@@ -20,7 +20,9 @@ func Classify(err error) Classification {
 // ctx. It tells apart what the error alone cannot: a statement the server
 // stopped (57014 query_canceled, MySQL 1317) after ctx was cancelled, as
 // happens with pgx's CancelRequestContextWatcherHandler, is the caller's
-// cancellation rather than a statement timeout.
+// cancellation rather than a statement timeout; a connection lost after
+// ctx ended was lost to the cancellation or the deadline. Other errors are
+// classified as by Classify.
 func ClassifyContext(ctx context.Context, err error) Classification {
 	return defaultClassifier.ClassifyContext(ctx, err)
 }
@@ -45,23 +47,26 @@ func (c *Classifier) classify(err, ctxErr error) Classification {
 	if err == nil {
 		return Classification{}
 	}
-	canceled := errors.Is(err, context.Canceled) || errors.Is(ctxErr, context.Canceled)
+	canceled := errors.Is(err, context.Canceled)
+	ctxCanceled := errors.Is(ctxErr, context.Canceled)
 	v := Classification{NothingSent: nothingSent(err)}
 
 	if r, code, ok := serverRule(err); ok {
 		v.Code = code
-		c.applyRule(&v, r, canceled)
+		c.applyRule(&v, r, canceled || ctxCanceled)
 		return v
 	}
 
+	// The context explains a broken connection, not any error at all.
+	lost := isConnectionLost(err)
 	switch {
-	case canceled:
+	case canceled || ctxCanceled && lost:
 		v.Class, v.Canceled = ClassCaller, true
 	case isCallerClientError(err):
 		v.Class = ClassCaller
 	case isConnectAttempt(err):
 		v.Class, v.Timeout = ClassConnection, isTimeout(err)
-	case isTimeout(err) || errors.Is(ctxErr, context.DeadlineExceeded):
+	case isTimeout(err) || errors.Is(ctxErr, context.DeadlineExceeded) && lost:
 		v.Timeout = true
 		if v.NothingSent {
 			v.Class = ClassOther // the deadline passed before the call reached the server
@@ -70,7 +75,7 @@ func (c *Classifier) classify(err, ctxErr error) Classification {
 		}
 	case v.NothingSent:
 		v.Class = ClassConnection
-	case isConnectionLost(err):
+	case lost:
 		v.Class = ClassAmbiguous
 	default:
 		v.Class = ClassOther

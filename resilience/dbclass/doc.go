@@ -69,7 +69,8 @@
 //
 // Without a server code, in this order:
 //
-//	context.Canceled in the chain, or ctx cancelled    caller, Canceled
+//	context.Canceled in the chain (or the connection   caller, Canceled
+//	  lost after ClassifyContext's ctx was cancelled)
 //	sql.ErrNoRows, ErrTxDone, ErrConnDone;             caller
 //	  pgconn.ParseConfigError; mysql ErrNoTLS,
 //	  ErrPktTooLarge, ErrBusyBuffer, auth-plugin
@@ -77,7 +78,8 @@
 //	*pgconn.ConnectError; dial errors (*net.OpError    connection, NothingSent (Timeout if one)
 //	  "dial", *net.DNSError, ECONNREFUSED)
 //	a timeout (context.DeadlineExceeded,               Timeout; other if NothingSent,
-//	  pgconn.Timeout, net.Error, ErrDeadlineExceeded)  else ambiguous
+//	  pgconn.Timeout, net.Error, ErrDeadlineExceeded;  else ambiguous
+//	  or ctx past its deadline and the connection lost)
 //	driver.ErrBadConn, pgconn.SafeToRetry              connection, NothingSent
 //	io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,        ambiguous: a connection lost
 //	  ECONNRESET, EPIPE, ECONNABORTED, a read or       after sending

@@ -3,6 +3,7 @@ package dbclass_test
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -190,5 +191,20 @@ func TestStringAndLogValue(t *testing.T) {
 		if got := c.String(); got != want {
 			t.Errorf("Class(%d).String() = %q, want %q", c, got, want)
 		}
+	}
+}
+
+// TestClassifyContextLeavesOtherErrors: an ended context explains a lost
+// connection or a stopped statement, not an unrelated error.
+func TestClassifyContextLeavesOtherErrors(t *testing.T) {
+	for _, ctx := range []context.Context{canceledContext(), expiredContext()} {
+		for _, err := range []error{errors.New("order total is negative"), pgErr("23505"), driver.ErrBadConn} {
+			if got, want := dbclass.ClassifyContext(ctx, err), dbclass.Classify(err); got != want {
+				t.Errorf("ClassifyContext(%v, %v) = %v, want %v as without the context", ctx.Err(), err, got, want)
+			}
+		}
+	}
+	if got := dbclass.ClassifyContext(canceledContext(), io.ErrUnexpectedEOF); got.Class != dbclass.ClassCaller || !got.Canceled {
+		t.Errorf("EOF after cancel: %v, want caller canceled", got)
 	}
 }
