@@ -65,38 +65,39 @@ func proxiedPgDSN(p *cutProxy) string {
 func TestConnectionLostAfterSend(t *testing.T) {
 	const update = "UPDATE " + lostMarker + " SET n = n + 1 WHERE k = 1"
 
-	t.Run("pgx extended protocol", func(t *testing.T) {
-		ctx := ctxT(t)
-		counter := counterTable(t, ctx, pg)
-		conn, err := pgx.Connect(ctx, proxiedPgDSN(startCutProxy(t, pg.Addr(), lostMarker)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
+	pgxCases := []struct {
+		name string
+		exec func(ctx context.Context, conn *pgx.Conn) error
+	}{
 		// QueryExecModeExec sends Parse, Bind and Execute at once: the cut
 		// comes after the whole statement, not after a prepare.
-		_, err = conn.Exec(ctx, "UPDATE "+lostMarker+" SET n = n + $1 WHERE k = 1", pgx.QueryExecModeExec, 1)
-		checkAmbiguous(t, err)
-		waitCounter(t, ctx, counter, 1)
-	})
-
-	// pgconn reports this one as "conn closed", which pgconn.SafeToRetry
-	// calls safe to retry (see resilience/dbclass's doc).
-	t.Run("pgx simple protocol", func(t *testing.T) {
-		ctx := ctxT(t)
-		counter := counterTable(t, ctx, pg)
-		conn, err := pgx.Connect(ctx, proxiedPgDSN(startCutProxy(t, pg.Addr(), lostMarker)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, update)
-		checkAmbiguous(t, err)
-		if pgconn.SafeToRetry(err) {
-			t.Logf("pgconn.SafeToRetry(%q) = true, although the statement ran", err)
-		}
-		waitCounter(t, ctx, counter, 1)
-	})
+		{"pgx extended protocol", func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, "UPDATE "+lostMarker+" SET n = n + $1 WHERE k = 1", pgx.QueryExecModeExec, 1)
+			return err
+		}},
+		// pgconn reports this one as "conn closed", which
+		// pgconn.SafeToRetry calls safe (see resilience/dbclass's doc).
+		{"pgx simple protocol", func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, update)
+			if pgconn.SafeToRetry(err) {
+				t.Logf("pgconn.SafeToRetry(%q) = true, although the statement ran", err)
+			}
+			return err
+		}},
+	}
+	for _, tc := range pgxCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			counter := counterTable(t, ctx, pg)
+			conn, err := pgx.Connect(ctx, proxiedPgDSN(startCutProxy(t, pg.Addr(), lostMarker)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			checkAmbiguous(t, tc.exec(ctx, conn))
+			waitCounter(t, ctx, counter, 1)
+		})
+	}
 
 	t.Run("mysql", func(t *testing.T) {
 		ctx := ctxT(t)

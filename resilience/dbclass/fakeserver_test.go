@@ -59,17 +59,25 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// pgStartup reads a connection's startup message; it reports false for
+// anything else, such as the cancel requests pgconn sends when it abandons
+// a connection.
+func pgStartup(conn net.Conn) (*pgproto3.Backend, bool) {
+	be := pgproto3.NewBackend(conn, conn)
+	msg, err := be.ReceiveStartupMessage()
+	if err != nil {
+		return nil, false
+	}
+	_, ok := msg.(*pgproto3.StartupMessage)
+	return be, ok
+}
+
 // pgRefuseStartup answers a startup message with a FATAL error, as
-// PostgreSQL does for 53300 or 57P03, and answers cancel requests (which
-// pgconn sends when it abandons a connection) with nothing.
+// PostgreSQL does for 53300 or 57P03.
 func pgRefuseStartup(code, message string) func(net.Conn) {
 	return func(conn net.Conn) {
-		be := pgproto3.NewBackend(conn, conn)
-		msg, err := be.ReceiveStartupMessage()
-		if err != nil {
-			return
-		}
-		if _, ok := msg.(*pgproto3.StartupMessage); !ok {
+		be, ok := pgStartup(conn)
+		if !ok {
 			return
 		}
 		be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: message})
@@ -83,13 +91,9 @@ func pgRefuseStartup(code, message string) func(net.Conn) {
 // closes the connection at once.
 func pgSession(onQuery func(be *pgproto3.Backend, sql string) (keep bool)) func(net.Conn) {
 	return func(conn net.Conn) {
-		be := pgproto3.NewBackend(conn, conn)
-		msg, err := be.ReceiveStartupMessage()
-		if err != nil {
+		be, ok := pgStartup(conn)
+		if !ok {
 			return
-		}
-		if _, ok := msg.(*pgproto3.StartupMessage); !ok {
-			return // a cancel request
 		}
 		be.Send(&pgproto3.AuthenticationOk{})
 		be.Send(&pgproto3.BackendKeyData{ProcessID: 1, SecretKey: []byte{0, 0, 0, 1}})
