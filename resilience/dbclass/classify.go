@@ -1,0 +1,127 @@
+package dbclass
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Classify returns the verdict on err under the default Config. Wrapped
+// errors are unwrapped (fmt.Errorf %w, errors.Join, the drivers' own
+// wrappers). See the package documentation for the rules.
+func Classify(err error) Classification {
+	return defaultClassifier.classify(err, nil)
+}
+
+// ClassifyContext is Classify for an error returned by a call made with
+// ctx. It tells apart what the error alone cannot: a statement the server
+// stopped (57014 query_canceled, MySQL 1317) after ctx was cancelled, as
+// happens with pgx's CancelRequestContextWatcherHandler, is the caller's
+// cancellation rather than a statement timeout; a connection lost after
+// ctx ended was lost to the cancellation or the deadline. Other errors are
+// classified as by Classify.
+func ClassifyContext(ctx context.Context, err error) Classification {
+	return defaultClassifier.ClassifyContext(ctx, err)
+}
+
+// Classify is the package-level Classify under c's Config.
+func (c *Classifier) Classify(err error) Classification {
+	return c.classify(err, nil)
+}
+
+// ClassifyContext is the package-level ClassifyContext under c's Config.
+func (c *Classifier) ClassifyContext(ctx context.Context, err error) Classification {
+	if err == nil {
+		return Classification{}
+	}
+	return c.classify(err, ctx.Err())
+}
+
+// classify applies the rules in order: a server's code wins; then the
+// caller's cancellation; then what the client libraries and the transport
+// say. ctxErr is the calling context's error, if known.
+func (c *Classifier) classify(err, ctxErr error) Classification {
+	if err == nil {
+		return Classification{}
+	}
+	canceled := errors.Is(err, context.Canceled)
+	ctxCanceled := errors.Is(ctxErr, context.Canceled)
+	v := Classification{NothingSent: nothingSent(err)}
+
+	if r, code, ok := serverRule(err); ok {
+		v.Code = code
+		c.applyRule(&v, r, canceled || ctxCanceled)
+		return v
+	}
+
+	// The context explains a broken connection, not any error at all.
+	lost := isConnectionLost(err)
+	switch {
+	case canceled || ctxCanceled && lost:
+		v.Class, v.Canceled = ClassCaller, true
+	case isCallerClientError(err):
+		v.Class = ClassCaller
+	case isConnectAttempt(err):
+		v.Class, v.Timeout = ClassConnection, isTimeout(err)
+	case isTimeout(err) || errors.Is(ctxErr, context.DeadlineExceeded) && lost:
+		v.Timeout = true
+		if v.NothingSent {
+			v.Class = ClassOther // the deadline passed before the call reached the server
+		} else {
+			v.Class = ClassAmbiguous // the driver dropped the connection under a sent statement
+		}
+	case v.NothingSent:
+		v.Class = ClassConnection
+	case lost:
+		v.Class = ClassAmbiguous
+	default:
+		v.Class = ClassOther
+	}
+	return v
+}
+
+// serverRule finds the server's error in err's chain and returns its rule
+// and code.
+func serverRule(err error) (rule, string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return sqlstateRule(pgErr.Code), pgErr.Code, true
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return mysqlRule(myErr), strconv.Itoa(int(myErr.Number)), true
+	}
+	return ruleNone, "", false
+}
+
+// applyRule sets v's class and the bits the rule decides.
+func (c *Classifier) applyRule(v *Classification, r rule, canceled bool) {
+	switch r {
+	case ruleFull, ruleStartup:
+		v.Class, v.NothingSent, v.Pause = ClassBackPressure, true, c.pause
+		if r == ruleStartup {
+			v.Pause = c.startupPause
+		}
+	case ruleConnection:
+		v.Class = ClassConnection
+	case ruleConnectFailed:
+		v.Class, v.NothingSent = ClassConnection, true
+	case ruleTxRetryable:
+		v.Class = ClassTxRetryable
+	case ruleAmbiguous:
+		v.Class, v.NothingSent = ClassAmbiguous, false
+	case ruleCaller:
+		v.Class = ClassCaller
+	case ruleStatementCanceled:
+		if canceled {
+			v.Class, v.Canceled = ClassCaller, true
+		} else {
+			v.Class, v.Timeout = ClassOther, true
+		}
+	default:
+		v.Class = ClassOther
+	}
+}
