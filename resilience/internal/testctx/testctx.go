@@ -1,0 +1,19 @@
+// Package testctx gives tests a context with a bound, so that a test whose
+// wait never ends fails instead of hanging.
+package testctx
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Bound is how long a test waits for something that should happen at once.
+const Bound = 10 * time.Second
+
+// New returns a context that ends after Bound or when t ends.
+func New(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Bound)
+	t.Cleanup(cancel)
+	return ctx
+}
