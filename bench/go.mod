@@ -9,6 +9,7 @@ require (
 	github.com/respool/respool v0.0.0-00010101000000-000000000000
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.15.0
 )
 
 require (

@@ -2,14 +2,18 @@ package resilience
 
 import (
 	"context"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/compose"
+	"github.com/respool/respool/resilience/ratelimit"
 	"github.com/respool/respool/resilience/retry"
 )
 
@@ -23,7 +27,11 @@ var composed = []impl{
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := &compose.Stack[int]{Retry: r, Breaker: cb}
+		l, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Permits: limiterRate, Period: time.Hour}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &compose.Stack[int]{Retry: r, Breaker: cb, Limiter: l}
 		ctx := context.Background()
 		return func() error {
 			_, err := s.Do(ctx, succeed)
@@ -31,7 +39,8 @@ var composed = []impl{
 		}
 	}},
 	{"failsafe", func(*testing.B) func() error {
-		ex := failsafe.With[int](retrypolicy.NewWithDefaults[int](), circuitbreaker.NewWithDefaults[int]())
+		ex := failsafe.With[int](retrypolicy.NewWithDefaults[int](), circuitbreaker.NewWithDefaults[int](),
+			ratelimiter.NewBursty[int](math.MaxUint32, time.Hour))
 		return func() error {
 			_, err := ex.Get(succeedNoCtx)
 			return err
@@ -39,7 +48,8 @@ var composed = []impl{
 	}},
 }
 
-// BenchmarkComposed measures retry around breaker on the success path.
+// BenchmarkComposed measures retry, breaker and rate limiter stacked, in
+// that order, on the success path.
 func BenchmarkComposed(b *testing.B) { run(b, composed) }
 
 // BenchmarkComposedParallel measures it under b.RunParallel.

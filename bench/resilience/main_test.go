@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -57,3 +58,6 @@ func succeed(context.Context) (int, error) { return 1, nil }
 
 // succeedNoCtx is succeed for libraries whose operations take no context.
 func succeedNoCtx() (int, error) { return 1, nil }
+
+// errNoPermit is a limiter's refusal in a benchmark, where none is expected.
+var errNoPermit = errors.New("no permit")
