@@ -16,6 +16,7 @@ import (
 	"github.com/respool/respool/resilience/compose"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/internal/testctx"
+	"github.com/respool/respool/resilience/pause"
 	"github.com/respool/respool/resilience/retry"
 )
 
@@ -164,5 +165,47 @@ func TestEmptyStackRunsTheOperation(t *testing.T) {
 	v, err := s.Do(context.Background(), func(context.Context) (int, error) { return 5, nil })
 	if v != 5 || err != nil {
 		t.Fatalf("got %v, %v", v, err)
+	}
+}
+
+// TestPauseInTheStack: a slow-down signal from the operation closes the
+// pause; the retry's next attempt waits behind the gate, goes as the probe
+// when it opens, and succeeds.
+func TestPauseInTheStack(t *testing.T) {
+	ctx := testctx.New(t)
+	clk := clocktest.New(time.Time{})
+	busy := errors.New("too many connections")
+	p, err := pause.New(pause.Config{Clock: clk, Classify: func(err error) (time.Duration, bool) {
+		return 3 * time.Second, errors.Is(err, busy)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := retry.New(retry.Config[int]{Clock: clk, Delay: delay.Strategy{Kind: delay.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &compose.Stack[int]{Retry: r, Pause: p}
+	calls := 0
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Do(ctx, func(context.Context) (int, error) {
+			calls++
+			if calls == 1 {
+				return 0, busy
+			}
+			return 1, nil
+		})
+		done <- err
+	}()
+	if err := clk.WaitTimers(ctx, 1); err != nil { // the pause's reopening timer
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	if err := <-done; err != nil || calls != 2 {
+		t.Fatalf("err %v after %d calls; want success on the 2nd", err, calls)
+	}
+	if !p.State().Open {
+		t.Fatal("gate not open after the probe succeeded")
 	}
 }
