@@ -11,7 +11,10 @@
 //   - BenchmarkRetry*: a retry whose first attempt succeeds, respool's
 //     retry.Retry beside failsafe-go's retry policy and cenkalti/backoff v5;
 //   - BenchmarkComposed*: retry, breaker and rate limiter stacked, respool's
-//     compose.Stack beside failsafe-go's With(retry, breaker, limiter).
+//     compose.Stack beside failsafe-go's With(retry, breaker, limiter);
+//   - BenchmarkBulkhead*: respool's bulkhead beside failsafe-go's;
+//   - BenchmarkFullStack*: all seven respool mechanisms stacked (no other
+//     library has the pause), to show what the whole stack costs.
 //
 // Each scenario has one sub-benchmark per implementation (impl=name). Run
 //

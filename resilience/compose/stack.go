@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/fallback"
 	"github.com/respool/respool/resilience/retry"
+	"github.com/respool/respool/resilience/timeout"
 )
 
 // Stack runs an operation through the mechanisms in its slots, in the
@@ -13,11 +15,13 @@ import (
 // runs. The guard slots take any resilience.Guard, but not a nil pointer
 // in an interface.
 type Stack[T any] struct {
+	Fallback *fallback.Fallback[T]
 	Retry    *retry.Retry[T]
 	Breaker  resilience.Guard // *breaker.Breaker
 	Pause    resilience.Guard // *pause.Pause
 	Limiter  resilience.Guard // *ratelimit.Limiter, or a key of a *ratelimit.Keyed
 	Bulkhead resilience.Guard // *bulkhead.Bulkhead
+	Timeout  *timeout.Timeout
 }
 
 // numGuards is the number of guard slots.
@@ -25,6 +29,15 @@ const numGuards = 4
 
 // Do runs op through the stack and returns its outcome, or a rejection.
 func (s *Stack[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	v, err := s.retried(ctx, op)
+	if s.Fallback != nil && err != nil {
+		return s.Fallback.Apply(ctx, v, err)
+	}
+	return v, err
+}
+
+// retried runs the attempts the retry allows.
+func (s *Stack[T]) retried(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	if s.Retry == nil {
 		return s.attempt(ctx, op)
 	}
@@ -53,7 +66,13 @@ func (s *Stack[T]) attempt(ctx context.Context, op func(context.Context) (T, err
 		}
 		permits[i] = p
 	}
-	v, err := op(ctx)
+	var v T
+	var err error
+	if s.Timeout != nil {
+		v, err = timeout.Do(ctx, s.Timeout, op)
+	} else {
+		v, err = op(ctx)
+	}
 	exit(&guards, &permits, numGuards, err)
 	return v, err
 }

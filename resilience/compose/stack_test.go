@@ -15,9 +15,11 @@ import (
 	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/compose"
 	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/fallback"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/pause"
 	"github.com/respool/respool/resilience/retry"
+	"github.com/respool/respool/resilience/timeout"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,7 +32,10 @@ type recorder struct {
 	reject int // reject the next n Enters
 }
 
-func (r *recorder) Enter(context.Context) (resilience.Permit, error) {
+func (r *recorder) Enter(ctx context.Context) (resilience.Permit, error) {
+	if _, ok := ctx.Deadline(); ok {
+		*r.log = append(*r.log, r.name+" sees a deadline")
+	}
 	if r.reject > 0 {
 		r.reject--
 		*r.log = append(*r.log, r.name+" rejects")
@@ -61,7 +66,7 @@ func TestDefaultOrder(t *testing.T) {
 	limiter := g("limiter")
 	limiter.reject = 1
 	r, err := retry.New(retry.Config[string]{MaxAttempts: 3, Delay: delay.Strategy{Kind: delay.None},
-		Listener: func(e resilience.Event) { log = append(log, fmt.Sprintf("retry %d", e.Attempt)) }})
+		Listener: func(e resilience.Event) { log = append(log, fmt.Sprintf("%v %d", e.Kind, e.Attempt)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +162,46 @@ func TestBreakerRejectionMakesRetryWaitUntilHalfOpen(t *testing.T) {
 	}
 	if b.State() != breaker.Closed {
 		t.Fatalf("breaker %v; want closed after the trial succeeded", b.State())
+	}
+}
+
+// TestFullStackOrder adds the fallback and the timeout: the timeout bounds
+// the operation alone (the guards see no deadline), each attempt has its
+// own, and the fallback replaces the failure that remains after the last
+// retry.
+func TestFullStackOrder(t *testing.T) {
+	var log []string
+	g := func(name string) *recorder { return &recorder{name: name, log: &log} }
+	r, err := retry.New(retry.Config[string]{MaxAttempts: 2, Delay: delay.Strategy{Kind: delay.None},
+		Listener: func(e resilience.Event) { log = append(log, fmt.Sprintf("%v %d", e.Kind, e.Attempt)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := timeout.New(timeout.Config{Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := fallback.New(fallback.Config[string]{Value: "fallback value",
+		Listener: func(e resilience.Event) { log = append(log, "fallback after: "+e.Err.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &compose.Stack[string]{Fallback: fb, Retry: r, Breaker: g("breaker"), Pause: g("pause"),
+		Limiter: g("limiter"), Bulkhead: g("bulkhead"), Timeout: to}
+	v, err := s.Do(context.Background(), func(ctx context.Context) (string, error) {
+		if _, ok := ctx.Deadline(); ok {
+			log = append(log, "op within its timeout")
+		}
+		return "", errors.New("boom")
+	})
+	if v != "fallback value" || err != nil {
+		t.Fatalf("got %q, %v", v, err)
+	}
+	attempt := []string{"enter breaker", "enter pause", "enter limiter", "enter bulkhead", "op within its timeout",
+		"exit bulkhead failed", "exit limiter failed", "exit pause failed", "exit breaker failed"}
+	want := append(append(append(append([]string{}, attempt...), "retry 1"), attempt...), "give_up 2", "fallback after: boom")
+	if strings.Join(log, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("order:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}
 }
 

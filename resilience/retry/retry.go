@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -11,6 +12,21 @@ import (
 // Retry runs operations again when they fail. Make one with New.
 type Retry[T any] struct {
 	c Config[T] // validated, defaults filled in; read-only
+
+	retries, giveUps, waitsCut atomic.Uint64
+}
+
+// Stats counts what a Retry did; a first attempt that succeeds counts
+// nothing.
+type Stats struct {
+	Retries  uint64 // attempts scheduled after a failure
+	GiveUps  uint64 // Do calls that ended on a retryable failure once attempts or time ran out
+	WaitsCut uint64 // waits ended by the context
+}
+
+// Stats returns the counters.
+func (r *Retry[T]) Stats() Stats {
+	return Stats{Retries: r.retries.Load(), GiveUps: r.giveUps.Load(), WaitsCut: r.waitsCut.Load()}
 }
 
 // New returns a Retry configured by c, or a *resilience.ConfigError.
@@ -95,10 +111,12 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 		r.giveUp(st, err)
 		return false
 	}
+	r.retries.Add(1)
 	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventRetry,
 		Attempt: st.attempts, Delay: d, RetryAt: now.Add(d), Err: err})
 	if d <= 0 {
 		if ctx.Err() != nil {
+			r.waitsCut.Add(1)
 			st.waitErr = context.Cause(ctx)
 			return false
 		}
@@ -110,6 +128,7 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 	case <-t.C():
 		return true
 	case <-ctx.Done():
+		r.waitsCut.Add(1)
 		st.waitErr = context.Cause(ctx)
 		return false
 	}
@@ -128,6 +147,7 @@ func (r *Retry[T]) retryAfter(err error, now time.Time) (time.Time, bool) {
 }
 
 func (r *Retry[T]) giveUp(st *State, err error) {
+	r.giveUps.Add(1)
 	if r.c.Listener == nil {
 		return
 	}

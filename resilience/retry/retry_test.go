@@ -85,6 +85,9 @@ func TestDelaysOnTheVirtualClock(t *testing.T) {
 	if got := clk.Now().Sub(start); got != 550*time.Millisecond {
 		t.Fatalf("elapsed %v; want 550ms", got)
 	}
+	if s := r.Stats(); s.Retries != 3 || s.GiveUps != 0 {
+		t.Fatalf("stats %+v; want 3 retries", s)
+	}
 	if len(events) != 3 || events[0].Kind != resilience.EventRetry || events[2].Attempt != 3 {
 		t.Fatalf("events %+v; want 3 retries", events)
 	}
