@@ -6,6 +6,9 @@ import "time"
 // the real one; clocktest.Clock is moved by hand in tests.
 type Clock interface {
 	Now() time.Time
+	// Since returns the time elapsed since t. The system clock reads only
+	// its monotonic clock for it, which costs half of Now.
+	Since(t time.Time) time.Duration
 	// NewTimer returns a timer that sends the time on its channel once d
 	// has passed.
 	NewTimer(d time.Duration) Timer
@@ -36,8 +39,9 @@ func ClockOr(c Clock) Clock {
 
 type systemClock struct{}
 
-func (systemClock) Now() time.Time                 { return time.Now() }
-func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
+func (systemClock) Now() time.Time                  { return time.Now() }
+func (systemClock) Since(t time.Time) time.Duration { return time.Since(t) }
+func (systemClock) NewTimer(d time.Duration) Timer  { return systemTimer{time.NewTimer(d)} }
 func (systemClock) AfterFunc(d time.Duration, f func()) Timer {
 	return systemTimer{time.AfterFunc(d, f)}
 }

@@ -44,6 +44,9 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
+// Since returns the clock's time minus t.
+func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
 // NewTimer returns a timer that fires when the clock reaches now+d.
 func (c *Clock) NewTimer(d time.Duration) resilience.Timer {
 	t := &timer{c: c, ch: make(chan time.Time, 1)}

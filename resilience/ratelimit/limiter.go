@@ -55,7 +55,7 @@ func (l *Limiter) Drain(ctx context.Context) error { return l.co.drain(ctx, l.co
 func (l *Limiter) SetLimit(lim Limit) error { return l.co.setLimit(lim) }
 
 // Limit returns the limit in force.
-func (l *Limiter) Limit() Limit { return *l.co.limit.Load() }
+func (l *Limiter) Limit() Limit { return l.co.limit.Load().Limit }
 
 // Stats returns a snapshot of the counters.
 func (l *Limiter) Stats() Stats { return l.co.stats() }

@@ -12,9 +12,18 @@ type decision struct {
 	ok        bool
 	wait      int64 // ok: until the permits are the caller's (LeakyBucket)
 	retryAt   int64 // !ok: when n permits could be had, if nobody else takes any
-	remaining int64
-	never     bool // !ok: n permits can never be had at once
+	remaining int64 // ok: permits left (GCRA: nanoseconds of slack left)
+	gcra      bool  // remaining is in nanoseconds
+	never     bool  // !ok: n permits can never be had at once
 }
+
+// rule is a Limit with what every take needs computed once.
+type rule struct {
+	Limit
+	interval int64 // the time one permit takes to come back, at least 1ns
+}
+
+func compile(l Limit) rule { return rule{Limit: l, interval: max(int64(l.Period)/l.Permits, 1)} }
 
 // state is one key's state in memory. TokenBucket and LeakyBucket use tat
 // alone, lock free; the other algorithms use the fields under mu.
@@ -28,12 +37,9 @@ type state struct {
 	log    []int64    // SlidingLog: times of the permits taken, oldest first
 }
 
-// interval is the time one permit takes to come back, at least 1ns.
-func interval(l *Limit) int64 { return max(int64(l.Period)/l.Permits, 1) }
-
 // take takes n permits at now if they can be had within maxWait (0: at
 // once; only LeakyBucket schedules ahead).
-func (s *state) take(l *Limit, n, now, maxWait int64) decision {
+func (s *state) take(l *rule, n, now, maxWait int64) decision {
 	switch l.Algorithm {
 	case TokenBucket:
 		return s.takeGCRA(l, n, now, 0)
@@ -54,8 +60,8 @@ func (s *state) take(l *Limit, n, now, maxWait int64) decision {
 // TokenBucket that is a token bucket of capacity Burst; for LeakyBucket the
 // caller instead gets the slot max(now, tat) and waits for it, so permits
 // leave evenly spaced.
-func (s *state) takeGCRA(l *Limit, n, now, maxWait int64) decision {
-	e := interval(l)
+func (s *state) takeGCRA(l *rule, n, now, maxWait int64) decision {
+	e := l.interval
 	tau := l.Burst * e // how far ahead of now tat may run
 	if n > l.Burst {
 		return decision{never: true}
@@ -71,7 +77,7 @@ func (s *state) takeGCRA(l *Limit, n, now, maxWait int64) decision {
 				return decision{retryAt: max(next-tau, start-maxWait)}
 			}
 			if s.tat.CompareAndSwap(tat, next) {
-				return decision{ok: true, wait: wait, remaining: (tau - (next - now)) / e}
+				return decision{ok: true, wait: wait, remaining: tau - (next - now), gcra: true}
 			}
 			continue
 		}
@@ -79,13 +85,13 @@ func (s *state) takeGCRA(l *Limit, n, now, maxWait int64) decision {
 			return decision{retryAt: next - tau}
 		}
 		if s.tat.CompareAndSwap(tat, next) {
-			return decision{ok: true, remaining: (tau - (next - now)) / e}
+			return decision{ok: true, remaining: tau - (next - now), gcra: true}
 		}
 	}
 }
 
 // windowOf returns the index of the window holding now.
-func windowOf(now int64, l *Limit) int64 {
+func windowOf(now int64, l *rule) int64 {
 	p := int64(l.Period)
 	if now < 0 {
 		return (now - p + 1) / p
@@ -93,7 +99,7 @@ func windowOf(now int64, l *Limit) int64 {
 	return now / p
 }
 
-func (s *state) takeFixed(l *Limit, n, now int64) decision {
+func (s *state) takeFixed(l *rule, n, now int64) decision {
 	if n > l.Permits {
 		return decision{never: true}
 	}
@@ -111,7 +117,7 @@ func (s *state) takeFixed(l *Limit, n, now int64) decision {
 }
 
 // takeLog keeps the time of every permit taken in the last Period.
-func (s *state) takeLog(l *Limit, n, now int64) decision {
+func (s *state) takeLog(l *rule, n, now int64) decision {
 	if n > l.Permits {
 		return decision{never: true}
 	}
@@ -130,7 +136,7 @@ func (s *state) takeLog(l *Limit, n, now int64) decision {
 }
 
 // expireLocked drops the permits taken at or before now−Period.
-func (s *state) expireLocked(l *Limit, now int64) {
+func (s *state) expireLocked(l *rule, now int64) {
 	i := 0
 	for i < len(s.log) && s.log[i] <= now-int64(l.Period) {
 		i++
@@ -145,7 +151,7 @@ func (s *state) expireLocked(l *Limit, now int64) {
 // previous window the sliding window still covers. It counts in exact
 // integers: prev×(P−e) + (count+n)×P ≤ Permits×P, e the time into the
 // current window, in 128 bits.
-func (s *state) takeSliding(l *Limit, n, now int64) decision {
+func (s *state) takeSliding(l *rule, n, now int64) decision {
 	if n > l.Permits {
 		return decision{never: true}
 	}
@@ -182,7 +188,7 @@ func fracFloor(a, b, c uint64) uint64 {
 	return q
 }
 
-func (s *state) slideLocked(l *Limit, now int64) {
+func (s *state) slideLocked(l *rule, now int64) {
 	w := windowOf(now, l)
 	switch {
 	case w == s.window:
@@ -194,10 +200,10 @@ func (s *state) slideLocked(l *Limit, now int64) {
 }
 
 // drain takes every permit available at now.
-func (s *state) drain(l *Limit, now int64) {
+func (s *state) drain(l *rule, now int64) {
 	switch l.Algorithm {
 	case TokenBucket, LeakyBucket:
-		full := now + l.Burst*interval(l)
+		full := now + l.Burst*l.interval
 		for {
 			tat := s.tat.Load()
 			if tat >= full || s.tat.CompareAndSwap(tat, full) {
@@ -223,7 +229,7 @@ func (s *state) drain(l *Limit, now int64) {
 
 // fresh reports whether the state at now admits what a new key's would, so
 // that forgetting it lets nothing more through.
-func (s *state) fresh(l *Limit, now int64) bool {
+func (s *state) fresh(l *rule, now int64) bool {
 	switch l.Algorithm {
 	case TokenBucket, LeakyBucket:
 		return s.tat.Load() <= now

@@ -67,7 +67,8 @@ var _ Store = (*MemoryStore)(nil)
 // Take implements Store.
 func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
 	t := m.base.nanos(now)
-	m.sweep(&lim, t)
+	r := compile(lim)
+	m.sweep(&r, t)
 	sh := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -76,7 +77,7 @@ func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, no
 		s = &state{}
 		sh.states[key] = s
 	}
-	return s.take(&lim, n, t, int64(maxWait)).public(t), nil
+	return s.take(&r, n, t, int64(maxWait)).public(&r, t), nil
 }
 
 // Drain implements Store.
@@ -90,7 +91,8 @@ func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.T
 		s = &state{}
 		sh.states[key] = s
 	}
-	s.drain(&lim, t)
+	r := compile(lim)
+	s.drain(&r, t)
 	return nil
 }
 
@@ -112,7 +114,7 @@ func (m *MemoryStore) shard(key string) *memShard {
 
 // sweep evicts the fresh keys of every shard, at most once per Period; the
 // caller that moves lastSweep does it.
-func (m *MemoryStore) sweep(l *Limit, now int64) {
+func (m *MemoryStore) sweep(l *rule, now int64) {
 	last := m.lastSweep.Load()
 	if now-last < int64(l.Period) || !m.lastSweep.CompareAndSwap(last, now) {
 		return
@@ -130,10 +132,14 @@ func (m *MemoryStore) sweep(l *Limit, now int64) {
 }
 
 // public converts d to a Decision.
-func (d decision) public(now int64) Decision {
+func (d decision) public(l *rule, now int64) Decision {
 	switch {
 	case d.ok:
-		return Decision{OK: true, Wait: time.Duration(d.wait), Remaining: d.remaining}
+		rem := d.remaining
+		if d.gcra {
+			rem /= l.interval
+		}
+		return Decision{OK: true, Wait: time.Duration(d.wait), Remaining: rem}
 	case d.never:
 		return Decision{RetryAfter: -1}
 	}
@@ -151,9 +157,14 @@ type timeBase struct {
 func (b *timeBase) nanos(t time.Time) int64 {
 	e := b.epoch.Load()
 	if e == nil {
-		midnight := t.Add(-time.Duration(t.UnixNano() % int64(24*time.Hour)))
-		b.epoch.CompareAndSwap(nil, &midnight)
+		m := midnight(t)
+		b.epoch.CompareAndSwap(nil, &m)
 		e = b.epoch.Load()
 	}
 	return int64(t.Sub(*e))
+}
+
+// midnight returns the UTC midnight before t, keeping t's monotonic clock.
+func midnight(t time.Time) time.Time {
+	return t.Add(-time.Duration(t.UnixNano() % int64(24*time.Hour)))
 }
