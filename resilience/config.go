@@ -22,3 +22,14 @@ func Check(ok bool, mechanism, field string, value any, accepted string) error {
 	}
 	return &ConfigError{Mechanism: mechanism, Field: field, Value: value, Accepted: accepted}
 }
+
+// FirstError returns the first non-nil of errs: a Config's validate lists
+// its Checks and reports the first that fails.
+func FirstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

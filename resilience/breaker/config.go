@@ -122,10 +122,8 @@ func (c Config) validate() (Config, error) {
 		c.OpenDelay.Validate(mechanism, "OpenDelay", delay.Constant, delay.Exponential),
 		resilience.Check(c.ThrottleK >= 0, mechanism, "ThrottleK", c.ThrottleK, "a factor >= 0 (0: 2)"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return c, err
-		}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
 	}
 	if c.WindowSize == 0 {
 		c.WindowSize = DefaultWindowSize

@@ -48,10 +48,8 @@ func (c Config) validate() (Config, error) {
 		resilience.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
 		resilience.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return c, err
-		}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
 	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent

@@ -111,12 +111,7 @@ func (s Strategy) Validate(mechanism, field string, kinds ...Kind) error {
 		resilience.Check(s.Jitter <= Decorrelated, mechanism, field+".Jitter", s.Jitter, "a delay.Jitter"),
 		resilience.Check(s.Kind != Custom || s.Func != nil, mechanism, field+".Func", "nil", "a function for a custom delay"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return resilience.FirstError(checks...)
 }
 
 func kindList(kinds []Kind) string {

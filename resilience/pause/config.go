@@ -57,10 +57,8 @@ func (c Config) validate() (Config, error) {
 		resilience.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
 		resilience.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return c, err
-		}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
 	}
 	if c.DefaultPause == 0 {
 		c.DefaultPause = DefaultPause

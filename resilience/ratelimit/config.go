@@ -116,10 +116,8 @@ func (l Limit) validate() error {
 		resilience.Check(l.Period >= 0, mechanism, "Limit.Period", l.Period, "a duration >= 0 (0: 1m)"),
 		resilience.Check(l.Burst >= 0, mechanism, "Limit.Burst", l.Burst, "a count >= 0 (0: Permits)"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return err
-		}
+	if err := resilience.FirstError(checks...); err != nil {
+		return err
 	}
 	d := l.withDefaults()
 	return resilience.Check(int64(d.Period)/d.Permits > 0, mechanism, "Limit.Permits", l.Permits,
@@ -136,10 +134,8 @@ func (c Config) validate() (Config, error) {
 		resilience.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
 		resilience.Check(c.Cost >= 0, mechanism, "Cost", c.Cost, "a count >= 0 (0: 1)"),
 	}
-	for _, err := range checks {
-		if err != nil {
-			return c, err
-		}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
 	}
 	c.Limit = c.Limit.withDefaults()
 	if c.MaxWait == 0 {

@@ -72,12 +72,7 @@ func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, no
 	sh := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.states[key]
-	if s == nil {
-		s = &state{}
-		sh.states[key] = s
-	}
-	return s.take(&r, n, t, int64(maxWait)).public(&r, t), nil
+	return sh.stateLocked(key).take(&r, n, t, int64(maxWait)).public(&r, t), nil
 }
 
 // Drain implements Store.
@@ -86,13 +81,8 @@ func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.T
 	sh := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.states[key]
-	if s == nil {
-		s = &state{}
-		sh.states[key] = s
-	}
 	r := compile(lim)
-	s.drain(&r, t)
+	sh.stateLocked(key).drain(&r, t)
 	return nil
 }
 
@@ -106,6 +96,16 @@ func (m *MemoryStore) Len() int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// stateLocked returns key's state, adding a fresh one if there is none.
+func (sh *memShard) stateLocked(key string) *state {
+	s := sh.states[key]
+	if s == nil {
+		s = &state{}
+		sh.states[key] = s
+	}
+	return s
 }
 
 func (m *MemoryStore) shard(key string) *memShard {
