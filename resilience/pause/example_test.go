@@ -11,8 +11,8 @@ import (
 	"github.com/respool/respool/resilience/pause"
 )
 
-// tooManyConnections is a server's back-pressure error.
-var tooManyConnections = errors.New("FATAL: sorry, too many clients already (SQLSTATE 53300)")
+// errTooManyConnections is a server's back-pressure error.
+var errTooManyConnections = errors.New("FATAL: sorry, too many clients already (SQLSTATE 53300)")
 
 func Example() {
 	clk := clocktest.New(time.Time{})
@@ -20,7 +20,7 @@ func Example() {
 		Name:  "pg",
 		Clock: clk,
 		Classify: func(err error) (time.Duration, bool) {
-			if errors.Is(err, tooManyConnections) {
+			if errors.Is(err, errTooManyConnections) {
 				return 5 * time.Second, true
 			}
 			return 0, false
@@ -29,11 +29,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	query := func(context.Context) (int, error) { return 0, tooManyConnections }
+	query := func(context.Context) (int, error) { return 0, errTooManyConnections }
 	_, _ = resilience.Do(context.Background(), p, query)
 
 	s := p.State()
-	fmt.Println(s.Open, s.Until.Sub(clk.Now()), s.Reason == tooManyConnections)
+	fmt.Println(s.Open, s.Until.Sub(clk.Now()), s.Reason == errTooManyConnections)
 
 	clk.Advance(5 * time.Second) // the next caller goes first, alone, as the probe
 	_, _ = resilience.Do(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
