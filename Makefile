@@ -29,8 +29,9 @@ lint: ## go vet, staticcheck and a gofmt check on every module
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@for m in $(MODULES); do (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
 
-bench: ## pool benchmarks beside puddle, database/sql and a channel pool; prints ratios to puddle
+bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios to gobreaker, x/time/rate, failsafe-go)
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios
+	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./resilience | tee resilience.out | $(GO) run ./cmd/ratios -baseline gobreaker,rate,failsafe
 
 demo: ## run the quickstart example on an in-memory factory
 	cd examples && $(GO) run ./quickstart

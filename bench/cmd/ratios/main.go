@@ -4,13 +4,19 @@
 //
 //	go test -run '^$' -bench . -count 10 . | go run ./cmd/ratios
 //
-// A benchmark named BenchmarkScenario/pool=name-N belongs to scenario
+// -baseline names the baselines, comma-separated: each scenario is compared
+// with the first of them it has (default "puddle"):
+//
+//	go test -bench . ./resilience | go run ./cmd/ratios -baseline gobreaker,rate,failsafe
+//
+// A benchmark named BenchmarkScenario/pool=name-N (or impl=name) belongs to scenario
 // "Scenario" and pool "name"; the -N GOMAXPROCS suffix is dropped. Lines that
 // are not benchmark results are ignored.
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -21,8 +27,9 @@ import (
 	"strings"
 )
 
-// baseline is the pool every other is compared with.
-const baseline = "puddle"
+// baselines are the pools a scenario may be compared with, in order of
+// preference: a scenario's baseline is the first of them it has.
+var baselines = []string{"puddle"}
 
 // ratioUnits are the units shown with a ratio to the baseline, in order;
 // infoUnits are shown as they are.
@@ -32,6 +39,9 @@ var (
 )
 
 func main() {
+	base := flag.String("baseline", strings.Join(baselines, ","), "comma-separated baselines; each scenario uses the first it has")
+	flag.Parse()
+	baselines = strings.Split(*base, ",")
 	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ratios:", err)
 		os.Exit(1)
@@ -116,7 +126,11 @@ func splitName(name string) (scen, pool string) {
 	parts := strings.Split(name, "/")
 	pool = "-"
 	for i, part := range parts {
-		if v, ok := strings.CutPrefix(part, "pool="); ok {
+		v, ok := strings.CutPrefix(part, "pool=")
+		if !ok {
+			v, ok = strings.CutPrefix(part, "impl=")
+		}
+		if ok {
 			pool = v
 			parts = slices.Delete(parts, i, i+1)
 			break
@@ -169,8 +183,11 @@ func (r *results) write(w io.Writer) error {
 		}
 		fmt.Fprintln(bw, s.name)
 		var base *poolResult
-		if j := slices.IndexFunc(s.pools, func(p *poolResult) bool { return p.name == baseline }); j >= 0 {
-			base = s.pools[j]
+		for _, name := range baselines {
+			if j := slices.IndexFunc(s.pools, func(p *poolResult) bool { return p.name == name }); j >= 0 {
+				base = s.pools[j]
+				break
+			}
 		}
 		ratioCols, infoCols := s.units(ratioUnits), s.units(infoUnits)
 		var rows [][]string
@@ -245,7 +262,7 @@ func ratio(m float64, base *poolResult, unit string) string {
 	if !ok || b == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fx %s", m/b, baseline)
+	return fmt.Sprintf("%.2fx %s", m/b, base.name)
 }
 
 // formatValue prints v with about four significant digits, no exponent and

@@ -132,3 +132,25 @@ func TestSplitName(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselines checks that each scenario is compared with the first
+// baseline it has, and that impl= names an implementation as pool= does.
+func TestBaselines(t *testing.T) {
+	saved := baselines
+	defer func() { baselines = saved }()
+	baselines = []string{"gobreaker", "rate"}
+	in := `BenchmarkBreaker/impl=respool-2   100  10.0 ns/op  0 allocs/op
+BenchmarkBreaker/impl=gobreaker-2 100 100.0 ns/op  0 allocs/op
+BenchmarkLimiter/impl=respool-2   100  20.0 ns/op  0 allocs/op
+BenchmarkLimiter/impl=rate-2      100  40.0 ns/op  0 allocs/op
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0.10x gobreaker", "0.50x rate"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

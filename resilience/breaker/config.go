@@ -1,0 +1,171 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/delay"
+)
+
+// Mode is how the breaker decides to reject.
+type Mode uint8
+
+// The modes.
+const (
+	Threshold Mode = iota // a state machine over a sliding window of outcomes
+	Adaptive              // Google SRE client-side throttling
+)
+
+// WindowKind is the kind of sliding window.
+type WindowKind uint8
+
+// The kinds of window.
+const (
+	CountWindow WindowKind = iota // the last WindowSize calls
+	TimeWindow                    // the calls of the last WindowDuration
+)
+
+// Config configures a Breaker. The zero value of every field is the default
+// written beside it.
+type Config struct {
+	// Name appears in events and errors.
+	Name string
+	// Mode: Threshold (default) or Adaptive.
+	Mode Mode
+	// Window is the kind of sliding window (Threshold mode). Default
+	// CountWindow.
+	Window WindowKind
+	// WindowSize is the count window's size in calls. Default 100.
+	WindowSize int
+	// WindowDuration is the time window's span, and the adaptive mode's.
+	// Default 1 minute (adaptive: 2 minutes, as in the SRE book).
+	WindowDuration time.Duration
+	// WindowBuckets is how many buckets a time window moves by. Default 10.
+	WindowBuckets int
+	// MinimumCalls is how many calls the window must hold before a rate is
+	// judged. Default 100, or WindowSize when smaller.
+	MinimumCalls int
+	// FailureRate is the failure rate, in (0, 1], at which the circuit
+	// opens. Default 0.5.
+	FailureRate float64
+	// SlowCallDuration is how long a call must take to count as slow.
+	// Default 0: slow calls are not tracked (and no clock is read on the
+	// success path).
+	SlowCallDuration time.Duration
+	// SlowCallRate is the slow-call rate, in (0, 1], at which the circuit
+	// opens. Default 1.
+	SlowCallRate float64
+	// HalfOpenCalls is how many calls are let through in HalfOpen.
+	// Default 10.
+	HalfOpenCalls int
+	// HalfOpenMaxWait is the longest the circuit stays HalfOpen before
+	// opening again. Default 0: until the HalfOpenCalls have ended.
+	HalfOpenMaxWait time.Duration
+	// OpenDelay is how long the circuit stays open: delay.Constant, or
+	// delay.Exponential (capped by Max) over the openings in a row.
+	// Default: exponential from 5s, doubling, capped at 1 minute. (Kresil's
+	// is a constant minute; a database restart or failover is usually over
+	// in seconds, and a minute of rejections would outlast it.)
+	OpenDelay delay.Strategy
+	// IsFailure says whether an error counts as a failure; other errors
+	// count as successes. Default: every error.
+	IsFailure func(err error) bool
+	// IsIgnored says whether an error is not recorded at all. Default:
+	// context.Canceled (the caller went away; the service said nothing).
+	IsIgnored func(err error) bool
+	// ThrottleK is the adaptive mode's K: the breaker starts rejecting once
+	// requests exceed K times the accepts. Default 2.
+	ThrottleK float64
+	// Clock is where time is read. Default resilience.System.
+	Clock resilience.Clock
+	// Listener receives state changes, rejections and threshold events.
+	Listener resilience.Listener
+	// Rand returns a uniform float in [0, 1) for the adaptive mode. Default
+	// math/rand/v2; tests may fix it.
+	Rand func() float64
+}
+
+// Defaults of the zero Config.
+const (
+	DefaultWindowSize     = 100
+	DefaultWindowDuration = time.Minute
+	DefaultThrottleWindow = 2 * time.Minute
+	DefaultWindowBuckets  = 10
+	DefaultMinimumCalls   = 100
+	DefaultFailureRate    = 0.5
+	DefaultSlowCallRate   = 1.0
+	DefaultHalfOpenCalls  = 10
+	DefaultThrottleK      = 2.0
+)
+
+// DefaultOpenDelay is the OpenDelay of the zero Config.
+var DefaultOpenDelay = delay.Strategy{Kind: delay.Exponential, Initial: 5 * time.Second, Multiplier: 2, Max: time.Minute}
+
+const mechanism = "breaker"
+
+// validate checks c and returns it with the defaults filled in.
+func (c Config) validate() (Config, error) {
+	checks := []error{
+		resilience.Check(c.Mode <= Adaptive, mechanism, "Mode", c.Mode, "Threshold or Adaptive"),
+		resilience.Check(c.Window <= TimeWindow, mechanism, "Window", c.Window, "CountWindow or TimeWindow"),
+		resilience.Check(c.WindowSize >= 0, mechanism, "WindowSize", c.WindowSize, "a count >= 0 (0: 100)"),
+		resilience.Check(c.WindowDuration >= 0, mechanism, "WindowDuration", c.WindowDuration, "a duration >= 0 (0: 1m)"),
+		resilience.Check(c.WindowBuckets >= 0, mechanism, "WindowBuckets", c.WindowBuckets, "a count >= 0 (0: 10)"),
+		resilience.Check(c.MinimumCalls >= 0, mechanism, "MinimumCalls", c.MinimumCalls, "a count >= 0 (0: 100)"),
+		resilience.Check(c.FailureRate >= 0 && c.FailureRate <= 1, mechanism, "FailureRate", c.FailureRate, "a rate in (0, 1] (0: 0.5)"),
+		resilience.Check(c.SlowCallDuration >= 0, mechanism, "SlowCallDuration", c.SlowCallDuration, "a duration >= 0 (0: off)"),
+		resilience.Check(c.SlowCallRate >= 0 && c.SlowCallRate <= 1, mechanism, "SlowCallRate", c.SlowCallRate, "a rate in (0, 1] (0: 1)"),
+		resilience.Check(c.HalfOpenCalls >= 0, mechanism, "HalfOpenCalls", c.HalfOpenCalls, "a count >= 0 (0: 10)"),
+		resilience.Check(c.HalfOpenMaxWait >= 0, mechanism, "HalfOpenMaxWait", c.HalfOpenMaxWait, "a duration >= 0 (0: no limit)"),
+		c.OpenDelay.Validate(mechanism, "OpenDelay", delay.Constant, delay.Exponential),
+		resilience.Check(c.ThrottleK >= 0, mechanism, "ThrottleK", c.ThrottleK, "a factor >= 0 (0: 2)"),
+	}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
+	}
+	if c.WindowSize == 0 {
+		c.WindowSize = DefaultWindowSize
+	}
+	if c.WindowDuration == 0 {
+		c.WindowDuration = DefaultWindowDuration
+		if c.Mode == Adaptive {
+			c.WindowDuration = DefaultThrottleWindow
+		}
+	}
+	if c.WindowBuckets == 0 {
+		c.WindowBuckets = DefaultWindowBuckets
+	}
+	if err := resilience.Check(c.WindowDuration/time.Duration(c.WindowBuckets) > 0, mechanism, "WindowBuckets",
+		c.WindowBuckets, "at most WindowDuration in nanoseconds"); err != nil {
+		return c, err
+	}
+	if c.MinimumCalls == 0 {
+		c.MinimumCalls = DefaultMinimumCalls
+		if c.Window == CountWindow {
+			c.MinimumCalls = min(c.MinimumCalls, c.WindowSize)
+		}
+	}
+	if c.FailureRate == 0 {
+		c.FailureRate = DefaultFailureRate
+	}
+	if c.SlowCallRate == 0 {
+		c.SlowCallRate = DefaultSlowCallRate
+	}
+	if c.HalfOpenCalls == 0 {
+		c.HalfOpenCalls = DefaultHalfOpenCalls
+	}
+	c.OpenDelay = c.OpenDelay.Or(DefaultOpenDelay)
+	if c.IsFailure == nil {
+		c.IsFailure = func(error) bool { return true }
+	}
+	if c.IsIgnored == nil {
+		c.IsIgnored = func(err error) bool { return errors.Is(err, context.Canceled) }
+	}
+	if c.ThrottleK == 0 {
+		c.ThrottleK = DefaultThrottleK
+	}
+	c.Clock = resilience.ClockOr(c.Clock)
+	return c, nil
+}

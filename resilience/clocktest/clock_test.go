@@ -1,0 +1,85 @@
+package clocktest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respool/respool/resilience/clocktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestTimersFireInOrderAtTheirDeadlines(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	start := clk.Now()
+	var fired []time.Duration
+	clk.AfterFunc(3*time.Second, func() { fired = append(fired, clk.Now().Sub(start)) })
+	clk.AfterFunc(time.Second, func() { fired = append(fired, clk.Now().Sub(start)) })
+	tm := clk.NewTimer(2 * time.Second)
+	if next, ok := clk.Next(); !ok || !next.Equal(start.Add(time.Second)) {
+		t.Fatalf("Next = %v, %v; want start+1s", next, ok)
+	}
+	clk.Advance(5 * time.Second)
+	if len(fired) != 2 || fired[0] != time.Second || fired[1] != 3*time.Second {
+		t.Fatalf("AfterFunc fired at %v; want [1s 3s]", fired)
+	}
+	select {
+	case at := <-tm.C():
+		if at.Sub(start) != 2*time.Second {
+			t.Fatalf("timer fired at %v; want 2s", at.Sub(start))
+		}
+	default:
+		t.Fatal("timer did not fire")
+	}
+	if got := clk.Now().Sub(start); got != 5*time.Second {
+		t.Fatalf("clock at %v; want 5s", got)
+	}
+}
+
+func TestStopAndReset(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	tm := clk.NewTimer(time.Second)
+	if !tm.Stop() || tm.Stop() {
+		t.Fatal("Stop should report true once, then false")
+	}
+	clk.Advance(2 * time.Second)
+	select {
+	case <-tm.C():
+		t.Fatal("a stopped timer fired")
+	default:
+	}
+	tm.Reset(time.Second)
+	if clk.Pending() != 1 {
+		t.Fatalf("Pending = %d; want 1", clk.Pending())
+	}
+	clk.Advance(time.Second)
+	<-tm.C()
+}
+
+func TestWaitTimers(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-clk.NewTimer(time.Minute).C()
+	}()
+	if err := clk.WaitTimers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	<-done
+}
+
+func TestDueTimerFiresAtOnce(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	tm := clk.NewTimer(0)
+	<-tm.C()
+	done := make(chan struct{})
+	clk.AfterFunc(-time.Second, func() { close(done) })
+	<-done
+}

@@ -1,0 +1,9 @@
+// Package clocktest has a virtual resilience.Clock for tests: time moves only
+// when the test says so, and a test can wait until the code under test has
+// set its timers instead of sleeping.
+//
+//	clk := clocktest.New(time.Time{})
+//	go func() { done <- r.Do(ctx, op) }()   // retries wait on clk
+//	clk.WaitTimers(ctx, 1)                  // the retry is waiting
+//	clk.Advance(500 * time.Millisecond)     // its delay is over
+package clocktest

@@ -1,0 +1,180 @@
+package delay
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/respool/respool/resilience"
+)
+
+// Kind is how the delay grows with the attempt number.
+type Kind uint8
+
+// The kinds of strategy.
+const (
+	Default     Kind = iota // the mechanism's documented default strategy
+	None                    // no delay
+	Constant                // Initial every time
+	Linear                  // Initial × attempt
+	Exponential             // Initial × Multiplier^(attempt−1)
+	Custom                  // Func(attempt, err)
+)
+
+var kindNames = [...]string{"default", "none", "constant", "linear", "exponential", "custom"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Jitter randomises a delay so that callers who failed together do not
+// retry together (AWS's "Exponential backoff and jitter").
+type Jitter uint8
+
+// The kinds of jitter.
+const (
+	NoJitter     Jitter = iota // the delay as computed
+	Full                       // uniform in [0, d]
+	Equal                      // d/2 + uniform in [0, d/2]
+	Decorrelated               // uniform in [Initial, 3 × previous delay], capped by Max
+)
+
+var jitterNames = [...]string{"none", "full", "equal", "decorrelated"}
+
+func (j Jitter) String() string {
+	if int(j) < len(jitterNames) {
+		return jitterNames[j]
+	}
+	return "unknown"
+}
+
+// Strategy computes the delay before attempt n+1 after attempt n failed
+// (n starts at 1).
+type Strategy struct {
+	Kind       Kind
+	Initial    time.Duration // the first delay (Constant, Linear, Exponential)
+	Multiplier float64       // growth per attempt (Exponential); 0 means 2
+	Max        time.Duration // cap on any delay; 0 means no cap
+	Jitter     Jitter
+	// Func computes the delay for Custom from the attempt number and the
+	// error of that attempt; Max and Jitter still apply.
+	Func func(attempt int, err error) time.Duration
+	// Rand returns a uniform float in [0, 1) for the jitter; nil means
+	// math/rand/v2. Tests may fix it.
+	Rand func() float64
+}
+
+// Constants returns a Constant strategy of d.
+func Constants(d time.Duration) Strategy { return Strategy{Kind: Constant, Initial: d} }
+
+// Exponentials returns an Exponential strategy from initial, doubling, capped at max.
+func Exponentials(initial, max time.Duration) Strategy {
+	return Strategy{Kind: Exponential, Initial: initial, Multiplier: 2, Max: max}
+}
+
+// Or returns s, or def when s is the zero Kind.
+func (s Strategy) Or(def Strategy) Strategy {
+	if s.Kind == Default {
+		return def
+	}
+	return s
+}
+
+// Validate checks s as the value of field in mechanism's Config, allowing
+// only the given kinds (all when none are given).
+func (s Strategy) Validate(mechanism, field string, kinds ...Kind) error {
+	if len(kinds) > 0 && s.Kind != Default {
+		ok := false
+		for _, k := range kinds {
+			ok = ok || k == s.Kind
+		}
+		if err := resilience.Check(ok, mechanism, field+".Kind", s.Kind, "one of "+kindList(kinds)); err != nil {
+			return err
+		}
+	}
+	checks := []error{
+		resilience.Check(s.Kind <= Custom, mechanism, field+".Kind", s.Kind, "a delay.Kind"),
+		resilience.Check(s.Initial >= 0, mechanism, field+".Initial", s.Initial, "a duration >= 0"),
+		resilience.Check(s.Kind == None || s.Kind == Custom || s.Kind == Default || s.Initial > 0,
+			mechanism, field+".Initial", s.Initial, "a duration > 0 for a "+s.Kind.String()+" delay"),
+		resilience.Check(s.Multiplier == 0 || s.Multiplier >= 1, mechanism, field+".Multiplier", s.Multiplier, "0 (meaning 2) or a factor >= 1"),
+		resilience.Check(s.Max >= 0, mechanism, field+".Max", s.Max, "a duration >= 0 (0: no cap)"),
+		resilience.Check(s.Jitter <= Decorrelated, mechanism, field+".Jitter", s.Jitter, "a delay.Jitter"),
+		resilience.Check(s.Kind != Custom || s.Func != nil, mechanism, field+".Func", "nil", "a function for a custom delay"),
+	}
+	return resilience.FirstError(checks...)
+}
+
+func kindList(kinds []Kind) string {
+	s := ""
+	for i, k := range kinds {
+		if i > 0 {
+			s += ", "
+		}
+		s += k.String()
+	}
+	return s
+}
+
+// Delay returns the delay after attempt (1 for the first) failed with err;
+// prev is the delay returned for the attempt before (0 for the first), used
+// by Decorrelated jitter.
+func (s Strategy) Delay(attempt int, prev time.Duration, err error) time.Duration {
+	var d time.Duration
+	switch s.Kind {
+	case Constant:
+		d = s.Initial
+	case Linear:
+		d = mulCapped(s.Initial, float64(attempt))
+	case Exponential:
+		m := s.Multiplier
+		if m == 0 {
+			m = 2
+		}
+		d = mulCapped(s.Initial, math.Pow(m, float64(attempt-1)))
+	case Custom:
+		d = s.Func(attempt, err)
+	default:
+		return 0
+	}
+	d = s.capped(d)
+	switch s.Jitter {
+	case Full:
+		d = time.Duration(s.rand() * float64(d+1))
+	case Equal:
+		d = d/2 + time.Duration(s.rand()*float64(d-d/2+1))
+	case Decorrelated:
+		lo, hi := s.Initial, 3*prev
+		if hi < lo {
+			hi = lo
+		}
+		d = s.capped(lo + time.Duration(s.rand()*float64(hi-lo+1)))
+	}
+	return max(d, 0)
+}
+
+func (s Strategy) capped(d time.Duration) time.Duration {
+	if s.Max > 0 && d > s.Max {
+		return s.Max
+	}
+	return d
+}
+
+func (s Strategy) rand() float64 {
+	if s.Rand != nil {
+		return s.Rand()
+	}
+	return rand.Float64()
+}
+
+// mulCapped returns d×f, saturating instead of overflowing.
+func mulCapped(d time.Duration, f float64) time.Duration {
+	v := float64(d) * f
+	if v >= math.MaxInt64 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return math.MaxInt64
+	}
+	return time.Duration(v)
+}

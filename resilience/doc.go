@@ -1,0 +1,25 @@
+// Package resilience holds what respool's resilience mechanisms share: the
+// Clock they read time from, the retry-after protocol by which a rejection
+// says when a retry can succeed, the Guard contract by which mechanisms are
+// stacked, the Events they emit and the ConfigError their Configs report.
+//
+// Each mechanism lives in a package of its own under this one and imports
+// only this package, the standard library and golang.org/x/...:
+//
+//   - retry: attempts with delays (none, constant, linear, exponential,
+//     custom; capped; jittered) that honour a retry-after;
+//   - breaker: a circuit breaker over a count- or time-based sliding window,
+//     or Google SRE's adaptive client-side throttling;
+//   - ratelimit: token bucket, fixed window, sliding log, sliding window
+//     counter and leaky bucket, with a bounded FIFO queue, keys and a Store;
+//   - pause: a gate that holds every caller while a server asks to slow down;
+//   - bulkhead, timeout, fallback;
+//   - compose: one Stack that runs them in the default order, outermost
+//     first: fallback, retry, breaker, pause, rate limiter, bulkhead, timeout.
+//
+// None of them knows anything about databases: what counts as a failure, or
+// as a server's "slow down for d", is a predicate the caller supplies.
+//
+// Time is injected: every mechanism reads its Config's Clock (System when
+// nil), and package clocktest has a virtual clock for tests.
+package resilience

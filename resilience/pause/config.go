@@ -1,0 +1,74 @@
+package pause
+
+import (
+	"errors"
+	"time"
+
+	"github.com/respool/respool/resilience"
+)
+
+// Config configures a Pause. The zero value of every field is the default
+// written beside it.
+type Config struct {
+	// Name appears in events and errors.
+	Name string
+	// Classify maps an operation's error to "the server asks us to slow
+	// down for d". Default nil: no error pauses (Hold still does). The
+	// classifier of respool's DB-aware package has this type.
+	Classify func(err error) (d time.Duration, ok bool)
+	// DefaultPause is the pause when Classify says ok without a duration
+	// (d <= 0). Default 1 second.
+	DefaultPause time.Duration
+	// MaxPause caps any pause, escalated or not. Default 15 minutes.
+	MaxPause time.Duration
+	// Escalation is the factor the pause grows by when the signal comes
+	// again right after reopening. Default 2; 1 turns escalation off.
+	Escalation float64
+	// EscalationWindow is how soon after reopening a signal counts as
+	// "again". Default 0: the length of the pause that just ended.
+	EscalationWindow time.Duration
+	// Clock is where time is read and the reopening timer set. Default
+	// resilience.System.
+	Clock resilience.Clock
+	// Listener receives EventPaused, EventProbe, EventResumed, EventQueued
+	// and EventRejected.
+	Listener resilience.Listener
+}
+
+// Defaults of the zero Config.
+const (
+	DefaultPause      = time.Second
+	DefaultMaxPause   = 15 * time.Minute
+	DefaultEscalation = 2.0
+)
+
+const mechanism = "pause"
+
+// ErrPaused is the reason of a rejection by a closed gate (matched with
+// errors.Is; the error is a *resilience.RejectedError whose retry-after is
+// the gate's opening).
+var ErrPaused = errors.New("paused: the server asked to slow down")
+
+// validate checks c and returns it with the defaults filled in.
+func (c Config) validate() (Config, error) {
+	checks := []error{
+		resilience.Check(c.DefaultPause >= 0, mechanism, "DefaultPause", c.DefaultPause, "a duration >= 0 (0: 1s)"),
+		resilience.Check(c.MaxPause >= 0, mechanism, "MaxPause", c.MaxPause, "a duration >= 0 (0: 15m)"),
+		resilience.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
+		resilience.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
+	}
+	if err := resilience.FirstError(checks...); err != nil {
+		return c, err
+	}
+	if c.DefaultPause == 0 {
+		c.DefaultPause = DefaultPause
+	}
+	if c.MaxPause == 0 {
+		c.MaxPause = DefaultMaxPause
+	}
+	if c.Escalation == 0 {
+		c.Escalation = DefaultEscalation
+	}
+	c.Clock = resilience.ClockOr(c.Clock)
+	return c, nil
+}

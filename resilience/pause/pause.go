@@ -1,0 +1,284 @@
+package pause
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/respool/respool/resilience"
+)
+
+// gate is the state of the gate.
+type gate int32
+
+const (
+	open         gate = iota // calls pass
+	paused                   // closed until until
+	probePending             // the pause is over; the next caller is the probe
+	probing                  // the probe runs; the others wait for its outcome
+)
+
+// Pause is a pool-wide pause; it is a resilience.Guard. Make one with New.
+type Pause struct {
+	c    Config // validated, defaults filled in; read-only
+	gate atomic.Int32
+
+	mu         sync.Mutex // guards the following fields
+	until      time.Time  // when the pause ends (paused)
+	reason     error
+	last       time.Duration // the length of the last pause
+	reopenedAt time.Time     // when the last probe was let through
+	waiters    []*waiter     // FIFO
+	timer      resilience.Timer
+	pauses     uint64
+	escalated  uint64
+}
+
+// verdict is what a waiter is told when it leaves the queue.
+type verdict uint8
+
+const (
+	goAhead verdict = iota + 1 // the gate opened
+	probe                      // you are the probe
+)
+
+type waiter struct{ ch chan verdict } // buffered: sends never block
+
+// The Token of a probe's Permit.
+const probeToken = 1
+
+// New returns a Pause configured by c, open, or a *resilience.ConfigError.
+func New(c Config) (*Pause, error) {
+	c, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Pause{c: c}, nil
+}
+
+var _ resilience.Guard = (*Pause)(nil)
+
+// Enter passes at once while the gate is open; otherwise it waits behind
+// the gate (FIFO) until the gate opens or the caller is chosen as the
+// probe, or ctx ends.
+func (p *Pause) Enter(ctx context.Context) (resilience.Permit, error) {
+	if gate(p.gate.Load()) == open {
+		return resilience.Permit{}, nil
+	}
+	return p.enterSlow(ctx)
+}
+
+func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
+	now := p.c.Clock.Now()
+	p.mu.Lock()
+	if gate(p.gate.Load()) == paused && !now.Before(p.until) {
+		p.reopenLocked(now) // the timer has not fired yet
+	}
+	switch gate(p.gate.Load()) {
+	case open:
+		p.mu.Unlock()
+		return resilience.Permit{}, nil
+	case probePending:
+		p.gate.Store(int32(probing))
+		p.emitProbeLocked(now)
+		p.mu.Unlock()
+		return resilience.Permit{Token: probeToken}, nil
+	}
+	// Paused, or a probe runs: wait, unless the caller cannot wait that long.
+	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) && gate(p.gate.Load()) == paused && dl.Before(p.until) {
+		until, reason := p.until, p.reason
+		p.mu.Unlock()
+		err := resilience.Reject(mechanism, p.c.Name, ErrPaused, now, until)
+		p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+			Kind: resilience.EventRejected, RetryAt: until, Err: errors.Join(err, reason)})
+		return resilience.Permit{}, err
+	}
+	w := &waiter{ch: make(chan verdict, 1)}
+	p.waiters = append(p.waiters, w)
+	waiting := len(p.waiters)
+	p.mu.Unlock()
+	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+		Kind: resilience.EventQueued, Waiting: waiting})
+	select {
+	case v := <-w.ch:
+		return permitFor(v), nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if i := slices.Index(p.waiters, w); i >= 0 {
+			p.waiters = slices.Delete(p.waiters, i, i+1)
+			return resilience.Permit{}, context.Cause(ctx)
+		}
+		// Told something meanwhile: a probe role passes on to the next.
+		if <-w.ch == probe {
+			p.passProbeLocked(p.c.Clock.Now())
+		}
+		return resilience.Permit{}, context.Cause(ctx)
+	}
+}
+
+func permitFor(v verdict) resilience.Permit {
+	if v == probe {
+		return resilience.Permit{Token: probeToken}
+	}
+	return resilience.Permit{}
+}
+
+// Exit closes or extends the gate when err is a slow-down signal; a probe's
+// other outcomes open it.
+func (p *Pause) Exit(pm resilience.Permit, err error) {
+	if err == nil && pm.Token != probeToken {
+		return
+	}
+	if err != nil && p.c.Classify != nil {
+		if d, ok := p.c.Classify(err); ok {
+			p.hold(d, err, pm.Token == probeToken)
+			return
+		}
+	}
+	if pm.Token != probeToken {
+		return
+	}
+	now := p.c.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gate(p.gate.Load()) != probing {
+		return // paused again meanwhile by another signal
+	}
+	if inconclusive(err) {
+		p.passProbeLocked(now) // the probe never reached the server
+		return
+	}
+	p.openLocked(now)
+}
+
+// inconclusive reports whether a probe's error says nothing about the
+// server: it never ran, or its caller gave up.
+func inconclusive(err error) bool {
+	return errors.Is(err, resilience.ErrRejected) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Hold closes the gate for d (or extends it to now+d), as a classified
+// error would; reason says why.
+func (p *Pause) Hold(d time.Duration, reason error) { p.hold(d, reason, false) }
+
+func (p *Pause) hold(d time.Duration, reason error, fromProbe bool) {
+	c := &p.c
+	if d <= 0 {
+		d = c.DefaultPause
+	}
+	now := c.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := gate(p.gate.Load())
+	window := c.EscalationWindow
+	if window == 0 {
+		window = p.last
+	}
+	again := fromProbe || (g != paused && !p.reopenedAt.IsZero() && now.Sub(p.reopenedAt) < window)
+	if again && c.Escalation > 1 {
+		d = max(d, time.Duration(float64(p.last)*c.Escalation))
+		p.escalated++
+	}
+	d = min(d, c.MaxPause)
+	until := now.Add(d)
+	if g == paused && !until.After(p.until) {
+		return // within the pause already set: never shortened
+	}
+	p.until, p.reason, p.last = until, reason, d
+	p.pauses++
+	if g != paused {
+		p.gate.Store(int32(paused))
+	}
+	if p.timer == nil {
+		p.timer = c.Clock.AfterFunc(d, p.reopen)
+	} else {
+		p.timer.Reset(d)
+	}
+	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
+		Delay: d, RetryAt: until, Waiting: len(p.waiters), Err: reason})
+}
+
+// reopen runs when the pause timer fires.
+func (p *Pause) reopen() {
+	now := p.c.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gate(p.gate.Load()) == paused && !now.Before(p.until) {
+		p.reopenLocked(now)
+	}
+}
+
+// reopenLocked ends a pause: the first waiter, or else the next caller, is
+// the probe.
+func (p *Pause) reopenLocked(now time.Time) {
+	p.reopenedAt = now
+	p.gate.Store(int32(probePending))
+	p.passProbeLocked(now)
+}
+
+// passProbeLocked gives the probe role to the first waiter, or leaves it to
+// the next caller.
+func (p *Pause) passProbeLocked(now time.Time) {
+	if len(p.waiters) == 0 {
+		p.gate.Store(int32(probePending))
+		return
+	}
+	w := p.waiters[0]
+	p.waiters = slices.Delete(p.waiters, 0, 1)
+	p.gate.Store(int32(probing))
+	w.ch <- probe
+	p.emitProbeLocked(now)
+}
+
+func (p *Pause) emitProbeLocked(now time.Time) {
+	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+		Kind: resilience.EventProbe, Waiting: len(p.waiters)})
+}
+
+// openLocked opens the gate and lets every waiter through, in order.
+func (p *Pause) openLocked(now time.Time) {
+	p.gate.Store(int32(open))
+	waiting := len(p.waiters)
+	for _, w := range p.waiters {
+		w.ch <- goAhead
+	}
+	p.waiters = nil
+	p.reason = nil
+	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+		Kind: resilience.EventResumed, Waiting: waiting})
+}
+
+// Stop stops the reopening timer, if any: for a Pause that is dropped while
+// paused. Waiters keep waiting until their contexts end.
+func (p *Pause) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// State is a snapshot of a Pause.
+type State struct {
+	Open        bool          // calls pass
+	Probing     bool          // the pause is over and a probe runs or is about to
+	Until       time.Time     // when the current or last pause ends
+	Reason      error         // the signal behind the current pause; nil when open
+	Waiting     int           // callers behind the gate
+	LastPause   time.Duration // the length of the current or last pause
+	Pauses      uint64        // pauses set or extended, ever
+	Escalations uint64        // pauses grown by Escalation, ever
+}
+
+// State returns a snapshot of the gate.
+func (p *Pause) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := gate(p.gate.Load())
+	return State{Open: g == open, Probing: g == probePending || g == probing, Until: p.until, Reason: p.reason,
+		Waiting: len(p.waiters), LastPause: p.last, Pauses: p.pauses, Escalations: p.escalated}
+}

@@ -1,0 +1,283 @@
+package pause_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/resilience/internal/testctx"
+	"github.com/respool/respool/resilience/pause"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// slowDown is a server's "slow down for d".
+type slowDown struct{ d time.Duration }
+
+func (e slowDown) Error() string { return fmt.Sprintf("slow down for %v", e.d) }
+
+func classify(err error) (time.Duration, bool) {
+	var s slowDown
+	if errors.As(err, &s) {
+		return s.d, true
+	}
+	return 0, false
+}
+
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	clk    *clocktest.Clock
+	p      *pause.Pause
+	events chan resilience.Event
+}
+
+func newFixture(t *testing.T, c pause.Config) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: testctx.New(t), clk: clocktest.New(time.Time{}), events: make(chan resilience.Event, 100)}
+	c.Clock = f.clk
+	c.Classify = classify
+	c.Listener = func(e resilience.Event) { f.events <- e }
+	p, err := pause.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.p = p
+	return f
+}
+
+// await returns the next event of kind k, skipping others.
+func (f *fixture) await(k resilience.EventKind) resilience.Event {
+	f.t.Helper()
+	for {
+		select {
+		case e := <-f.events:
+			if e.Kind == k {
+				return e
+			}
+		case <-f.ctx.Done():
+			f.t.Fatalf("no %v event", k)
+		}
+	}
+}
+
+// call runs one call that ends with err; it fails the test if the gate
+// does not let it through at once.
+func (f *fixture) call(err error) {
+	f.t.Helper()
+	pm, e := f.p.Enter(f.ctx)
+	if e != nil {
+		f.t.Fatal(e)
+	}
+	f.p.Exit(pm, err)
+}
+
+type entered struct {
+	pm  resilience.Permit
+	err error
+}
+
+// enterAsync starts an Enter and waits until it waits behind the gate.
+func (f *fixture) enterAsync(ctx context.Context) <-chan entered {
+	ch := make(chan entered, 1)
+	go func() {
+		pm, err := f.p.Enter(ctx)
+		ch <- entered{pm, err}
+	}()
+	f.await(resilience.EventQueued)
+	return ch
+}
+
+func (f *fixture) state() pause.State { return f.p.State() }
+
+func TestSignalClosesTheGate(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.call(errors.New("syntax error")) // not a signal
+	if !f.state().Open {
+		t.Fatal("a plain error closed the gate")
+	}
+	start := f.clk.Now()
+	f.call(slowDown{5 * time.Second})
+	s := f.state()
+	if s.Open || !s.Until.Equal(start.Add(5*time.Second)) || !errors.As(s.Reason, new(slowDown)) {
+		t.Fatalf("state %+v; want closed until +5s because of the signal", s)
+	}
+	if e := f.await(resilience.EventPaused); e.Delay != 5*time.Second {
+		t.Fatalf("paused event %+v", e)
+	}
+}
+
+// TestExtendedNeverShortened: a longer signal extends the pause; a shorter
+// one leaves it.
+func TestExtendedNeverShortened(t *testing.T) {
+	f := newFixture(t, pause.Config{Escalation: 1})
+	start := f.clk.Now()
+	f.p.Hold(5*time.Second, errors.New("first"))
+	f.clk.Advance(time.Second)
+	f.p.Hold(10*time.Second, errors.New("longer"))
+	if got := f.state().Until.Sub(start); got != 11*time.Second {
+		t.Fatalf("until +%v; want +11s", got)
+	}
+	f.clk.Advance(time.Second)
+	f.p.Hold(2*time.Second, errors.New("shorter"))
+	if s := f.state(); s.Until.Sub(start) != 11*time.Second || s.Reason.Error() != "longer" {
+		t.Fatalf("state %+v; want still +11s for the longer signal", s)
+	}
+	// The timer was moved: nothing reopens at +5s.
+	f.clk.Set(start.Add(11*time.Second - 1))
+	if f.state().Probing {
+		t.Fatal("reopened before the extended end")
+	}
+	f.clk.Set(start.Add(11 * time.Second))
+	if !f.state().Probing {
+		t.Fatal("not reopened at the extended end")
+	}
+}
+
+// TestSingleProbeThenEveryone: callers wait behind the gate; at its end the
+// first waiter alone goes as the probe; newcomers wait too; when the probe
+// succeeds everyone passes and the gate is open.
+func TestSingleProbeThenEveryone(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.p.Hold(time.Second, slowDown{time.Second})
+	first := f.enterAsync(f.ctx)
+	second := f.enterAsync(f.ctx)
+	if s := f.state(); s.Waiting != 2 {
+		t.Fatalf("%d waiting; want 2", s.Waiting)
+	}
+	f.clk.Advance(time.Second)
+	probe := <-first
+	if probe.err != nil || probe.pm.Token != 1 {
+		t.Fatalf("first waiter: %+v; want the probe", probe)
+	}
+	third := f.enterAsync(f.ctx) // arrives while the probe runs
+	select {
+	case e := <-second:
+		t.Fatalf("second passed before the probe ended: %+v", e)
+	default:
+	}
+	f.p.Exit(probe.pm, nil)
+	for _, ch := range []<-chan entered{second, third} {
+		if e := <-ch; e.err != nil || e.pm.Token != 0 {
+			t.Fatalf("waiter after the probe: %+v", e)
+		}
+	}
+	if s := f.state(); !s.Open || s.Waiting != 0 {
+		t.Fatalf("state %+v; want open", s)
+	}
+}
+
+// TestProbesInFIFOOrderAndEscalation: each failed probe pauses again,
+// longer (escalation), and the next probe is the next waiter in arrival
+// order; a signal long after reopening is not escalated; MaxPause caps.
+func TestProbesInFIFOOrderAndEscalation(t *testing.T) {
+	f := newFixture(t, pause.Config{MaxPause: 7 * time.Second})
+	f.p.Hold(time.Second, slowDown{time.Second})
+	var waiters []<-chan entered
+	for range 3 {
+		waiters = append(waiters, f.enterAsync(f.ctx))
+	}
+	for i, wantNext := range []time.Duration{2 * time.Second, 4 * time.Second, 7 * time.Second} {
+		next, _ := f.clk.Next()
+		f.clk.Set(next)
+		probe := <-waiters[i]
+		if probe.pm.Token != 1 {
+			t.Fatalf("waiter %d: %+v; want the probe", i, probe)
+		}
+		f.p.Exit(probe.pm, slowDown{time.Second}) // the server still says 1s
+		if got := f.state().LastPause; got != wantNext {
+			t.Fatalf("after failed probe %d: pause %v; want %v", i, got, wantNext)
+		}
+	}
+	if s := f.state(); s.Escalations != 3 {
+		t.Fatalf("%d escalations; want 3", s.Escalations)
+	}
+	next, _ := f.clk.Next()
+	f.clk.Set(next)
+	f.call(nil) // the probe (no waiter left) succeeds: open
+	f.clk.Advance(8 * time.Second)
+	f.call(slowDown{time.Second}) // long after reopening: not escalated
+	if got := f.state().LastPause; got != time.Second {
+		t.Fatalf("pause %v; want 1s", got)
+	}
+}
+
+func TestSignalRightAfterReopeningEscalates(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.p.Hold(2*time.Second, slowDown{2 * time.Second})
+	f.clk.Advance(2 * time.Second)
+	f.call(nil) // the probe succeeds: open
+	f.clk.Advance(time.Second)
+	f.call(slowDown{time.Second}) // within 2s of reopening
+	if got := f.state().LastPause; got != 4*time.Second {
+		t.Fatalf("pause %v; want 4s (2s × 2)", got)
+	}
+}
+
+func TestWaitEndsWithTheContext(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.p.Hold(time.Minute, slowDown{time.Minute})
+	ctx, cancel := context.WithCancel(f.ctx)
+	ch := f.enterAsync(ctx)
+	cancel()
+	if e := <-ch; !errors.Is(e.err, context.Canceled) {
+		t.Fatalf("%+v; want context.Canceled", e)
+	}
+	if s := f.state(); s.Waiting != 0 {
+		t.Fatalf("%d waiting; want 0", s.Waiting)
+	}
+}
+
+// TestInconclusiveProbePassesOn: a probe that never reached the server (an
+// inner guard rejected it) hands the probe role to the next waiter.
+func TestInconclusiveProbePassesOn(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.p.Hold(time.Second, slowDown{time.Second})
+	first := f.enterAsync(f.ctx)
+	second := f.enterAsync(f.ctx)
+	f.clk.Advance(time.Second)
+	probe := <-first
+	f.p.Exit(probe.pm, resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
+	if e := <-second; e.pm.Token != 1 {
+		t.Fatalf("second: %+v; want the probe role", e)
+	}
+}
+
+// TestDeadlineBeforeReopeningRejectsAtOnce uses the real clock: a caller
+// whose deadline falls before the gate opens is rejected without waiting,
+// with the opening as its retry-after.
+func TestDeadlineBeforeReopeningRejectsAtOnce(t *testing.T) {
+	p, err := pause.New(pause.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	p.Hold(time.Hour, errors.New("too many connections"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = p.Enter(ctx)
+	at, ok := resilience.RetryAfter(err)
+	if !errors.Is(err, pause.ErrPaused) || !ok || !at.Equal(p.State().Until) {
+		t.Fatalf("err %v (retry at %v); want ErrPaused until the gate opens", err, at)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for field, c := range map[string]pause.Config{
+		"Escalation":   {Escalation: 0.5},
+		"MaxPause":     {MaxPause: -1},
+		"DefaultPause": {DefaultPause: -1},
+	} {
+		_, err := pause.New(c)
+		var ce *resilience.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("error %v; want a ConfigError on %s", err, field)
+		}
+	}
+}

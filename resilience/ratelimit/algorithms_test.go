@@ -1,0 +1,166 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/resilience/internal/testctx"
+	"github.com/respool/respool/resilience/ratelimit"
+)
+
+func TestTokenBucketBurstAndRefill(t *testing.T) {
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Permits: 10, Period: time.Second, Burst: 5}})
+	f.allow(5) // the burst
+	f.refused(100 * time.Millisecond)
+	f.clk.Advance(99 * time.Millisecond)
+	f.refused(time.Millisecond)
+	f.clk.Advance(time.Millisecond)
+	f.allow(1)
+	f.clk.Advance(time.Hour) // refills to Burst, no more
+	f.allow(5)
+	f.refused(100 * time.Millisecond)
+}
+
+// TestTokenBucketMatchesXTimeRate runs the same random sequence of AllowN
+// through x/time/rate's token bucket and ours, on the same times, and
+// requires the same decisions.
+func TestTokenBucketMatchesXTimeRate(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	ours, err := ratelimit.New(ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Permits: 50, Period: time.Second, Burst: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := rate.NewLimiter(50, 8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	agreed, allowed := 0, 0
+	for i := range 20000 {
+		clk.Advance(time.Duration(rng.IntN(30)) * time.Millisecond)
+		n := 1 + rng.IntN(3)
+		want := theirs.AllowN(clk.Now(), n)
+		got := ours.TryAcquire(int64(n)) == nil
+		if got != want {
+			t.Fatalf("step %d at %v, n=%d: ours %v, x/time/rate %v", i, clk.Now(), n, got, want)
+		}
+		agreed++
+		if got {
+			allowed++
+		}
+	}
+	if allowed == 0 || allowed == agreed {
+		t.Fatalf("%d of %d allowed: the sequence tests nothing", allowed, agreed)
+	}
+}
+
+// TestFixedWindowEdgeBurst shows the fixed window's weakness: a full
+// window's permits at its end and another full window's at the start of
+// the next pass within an instant.
+func TestFixedWindowEdgeBurst(t *testing.T) {
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.FixedWindow, Permits: 5, Period: time.Second}})
+	f.clk.Advance(999 * time.Millisecond)
+	f.allow(5)
+	f.refused(time.Millisecond) // the next window starts in 1ms
+	f.clk.Advance(time.Millisecond)
+	f.allow(5) // 10 permits within 1ms
+	f.refused(time.Second)
+}
+
+// TestSlidingLogIsExact: the 6th permit comes back exactly a Period after
+// the oldest in the log.
+func TestSlidingLogIsExact(t *testing.T) {
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Permits: 5, Period: time.Second}})
+	for range 5 {
+		f.allow(1)
+		f.clk.Advance(100 * time.Millisecond)
+	}
+	// Permits at 0, 100, ..., 400ms; now 500ms.
+	f.refused(500 * time.Millisecond)
+	f.clk.Advance(500*time.Millisecond - 1)
+	f.refused(1)
+	f.clk.Advance(1) // 1s: the permit of 0ms leaves
+	f.allow(1)
+	f.refused(100 * time.Millisecond)
+	// Asking for 3 needs the permits of 100, 200 and 300ms to leave.
+	err := f.l.TryAcquire(3)
+	if err == nil {
+		t.Fatal("3 permits allowed with none free")
+	}
+}
+
+// TestSlidingWindowWeighting: with 10 permits taken in the previous
+// window, a quarter into the next the estimate counts 7.5 of them, leaving
+// room for 2 permits, not 3; the third comes when the weight has fallen to
+// 0.7, 30% into the window.
+func TestSlidingWindowWeighting(t *testing.T) {
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.SlidingWindow, Permits: 10, Period: time.Second}})
+	f.allow(10)
+	// The next permit fits once the 10 weigh 9: 10% into the next window.
+	f.refused(1100 * time.Millisecond)
+	f.clk.Advance(1250 * time.Millisecond)
+	f.allow(2)                       // 7.5 + 2
+	f.refused(50 * time.Millisecond) // 7.5 + 3 > 10 until 1.3s
+	f.clk.Advance(50 * time.Millisecond)
+	f.allow(1) // 7 + 3
+	f.clk.Advance(2 * time.Second)
+	f.allow(10) // both windows faded
+}
+
+// TestLeakyBucketSmooths: callers arriving together leave one interval
+// apart, each waiting for its slot; a caller that may not wait gets a slot
+// only when the bucket has drained; slots past Burst are refused.
+func TestLeakyBucketSmooths(t *testing.T) {
+	ctx := testctx.New(t)
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 10, Period: time.Second, Burst: 3}})
+	start := f.clk.Now()
+	if err := f.l.Acquire(ctx, 1); err != nil { // slot at 0: no wait
+		t.Fatal(err)
+	}
+	f.refused(100 * time.Millisecond) // TryAcquire may not wait for the slot at 100ms
+	var done []<-chan error
+	for i := range 2 { // slots at 100ms and 200ms
+		done = append(done, f.acquireAsync(ctx, 1))
+		if err := f.clk.WaitTimers(ctx, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The bucket holds 3 (0, 100, 200ms): a 4th slot would overflow it.
+	if err := f.l.Acquire(ctx, 1); err == nil {
+		t.Fatal("a 4th caller was given a slot past the burst")
+	}
+	for i, ch := range done {
+		next, _ := f.clk.Next()
+		if got := next.Sub(start); got != time.Duration(i+1)*100*time.Millisecond {
+			t.Fatalf("caller %d leaves at %v; want %v", i+1, got, time.Duration(i+1)*100*time.Millisecond)
+		}
+		f.clk.Set(next)
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAcquireN(t *testing.T) {
+	f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Permits: 10, Period: time.Second}})
+	if err := f.l.TryAcquire(7); err != nil {
+		t.Fatal(err)
+	}
+	err := f.l.TryAcquire(4)
+	if at, ok := resilience.RetryAfter(err); !ok || at.Sub(f.clk.Now()) != 100*time.Millisecond {
+		t.Fatalf("4 of 3 left: %v; want a retry after 100ms", err)
+	}
+	if err := f.l.TryAcquire(3); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingLog,
+		ratelimit.SlidingWindow, ratelimit.LeakyBucket} {
+		g := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second}})
+		if err := g.l.TryAcquire(11); !errors.Is(err, ratelimit.ErrTooMany) {
+			t.Errorf("%v: 11 of 10: %v; want ErrTooMany", alg, err)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Package ratelimit limits how many operations run per period.
+//
+// Five algorithms share one Limit (Permits per Period, and a Burst):
+//
+//   - TokenBucket (default): Burst permits at most, refilled at
+//     Permits/Period; computed as a GCRA (one theoretical arrival time per
+//     key, updated by compare-and-swap), which admits exactly what a token
+//     bucket admits: the tests check it against golang.org/x/time/rate.
+//   - FixedWindow: Permits per window [kP, (k+1)P); up to twice Permits can
+//     pass around a window's edge.
+//   - SlidingLog: the exact count of permits taken in the last Period, from
+//     a log of their times (memory grows with Permits).
+//   - SlidingWindow: the sliding window counter; the previous window's count
+//     weighted by how much of it the sliding window still covers.
+//   - LeakyBucket: the leaky bucket as a queue; permits leave evenly spaced,
+//     Period/Permits apart, and a caller may be given a slot up to Burst
+//     permits ahead, which it waits for: traffic is smoothed, not bursty.
+//
+// A call that finds no permit is rejected at once with a
+// *resilience.RejectedError matching ErrLimited whose retry-after says when
+// the permits would be back, or, with QueueSize > 0, waits in a FIFO queue
+// (at most QueueSize callers, each at most MaxWait and until its context
+// ends). Acquire takes n permits; Drain empties a key (DrainOn does it when
+// an operation's error says the quota is gone); SetLimit changes the limit
+// at run time.
+//
+// Keyed keeps one limit per key; keys whose state is back to that of a
+// fresh key are evicted, so eviction never lets more through.
+//
+// The state sits behind Store, whose default is in memory. A shared store
+// (Redis, SQL) implements Take and Drain as one atomic operation each on one
+// key (a script, a conditional UPDATE): no callbacks, no locks held across
+// calls.
+//
+// The unkeyed token bucket's success path takes no lock and allocates
+// nothing.
+package ratelimit

@@ -1,0 +1,138 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/resilience/ratelimit"
+)
+
+func newKeyed(t *testing.T, clk *clocktest.Clock, c ratelimit.Config) *ratelimit.Keyed {
+	t.Helper()
+	c.Clock = clk
+	k, err := ratelimit.NewKeyed(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestKeysAreIndependent(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	k := newKeyed(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Permits: 2, Period: time.Second}})
+	for range 2 {
+		if err := k.TryAcquire("a", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.TryAcquire("a", 1); !errors.Is(err, ratelimit.ErrLimited) {
+		t.Fatalf("a's third: %v; want ErrLimited", err)
+	}
+	if err := k.TryAcquire("b", 2); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	var rej interface{ Error() string } = k.TryAcquire("b", 1)
+	if rej == nil || rej.Error() != "ratelimit [b]: rate limited (retry after 500ms)" {
+		t.Fatalf("b's rejection %v; want it to name the key", rej)
+	}
+}
+
+// TestIdleKeysEvicted: keys whose state is back to a fresh key's are
+// evicted at the next sweep (at most one per Period); a key still short of
+// permits is kept, so eviction never lets more through.
+func TestIdleKeysEvicted(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	k := newKeyed(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Permits: 10, Period: time.Second}})
+	start := clk.Now()
+	if err := k.TryAcquire("a", 10); err != nil { // full again at 1s
+		t.Fatal(err)
+	}
+	clk.Set(start.Add(500 * time.Millisecond))
+	if err := k.TryAcquire("b", 1); err != nil { // full again at 0.6s
+		t.Fatal(err)
+	}
+	clk.Set(start.Add(900 * time.Millisecond))
+	if err := k.TryAcquire("d", 10); err != nil { // full again at 1.9s
+		t.Fatal(err)
+	}
+	if n := k.Keys(); n != 3 {
+		t.Fatalf("%d keys; want 3", n)
+	}
+	clk.Set(start.Add(time.Second))
+	if err := k.TryAcquire("c", 1); err != nil { // sweeps: a and b are fresh
+		t.Fatal(err)
+	}
+	if n := k.Keys(); n != 2 {
+		t.Fatalf("%d keys after the sweep; want 2 (c, d)", n)
+	}
+	if err := k.TryAcquire("d", 2); !errors.Is(err, ratelimit.ErrLimited) { // 1 permit back since 0.9s
+		t.Fatalf("d after the sweep: %v; want still limited", err)
+	}
+}
+
+func TestKeyedGuardDrainsItsKey(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	quota := errors.New("quota")
+	k := newKeyed(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Permits: 10, Period: time.Second},
+		DrainOn: func(err error) bool { return errors.Is(err, quota) }})
+	g := k.Guard("tenant-1")
+	p, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Exit(p, quota)
+	if err := k.TryAcquire("tenant-1", 1); !errors.Is(err, ratelimit.ErrLimited) {
+		t.Fatalf("after drain: %v; want ErrLimited", err)
+	}
+	if err := k.TryAcquire("tenant-2", 1); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+}
+
+// countingStore is a Store that counts the atomic operations a limiter
+// asks of it, over a MemoryStore: what a shared store sees.
+type countingStore struct {
+	*ratelimit.MemoryStore
+	takes, drains int
+}
+
+func (s *countingStore) Take(ctx context.Context, key string, n int64, lim ratelimit.Limit, now time.Time, maxWait time.Duration) (ratelimit.Decision, error) {
+	s.takes++
+	return s.MemoryStore.Take(ctx, key, n, lim, now, maxWait)
+}
+
+func (s *countingStore) Drain(ctx context.Context, key string, lim ratelimit.Limit, now time.Time) error {
+	s.drains++
+	return s.MemoryStore.Drain(ctx, key, lim, now)
+}
+
+// TestSharedStore: two limiters on one store and key share one limit, as
+// two processes on one Redis would; each call is one store operation.
+func TestSharedStore(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	store := &countingStore{MemoryStore: ratelimit.NewMemoryStore()}
+	var ls []*ratelimit.Limiter
+	for range 2 {
+		l, err := ratelimit.New(ratelimit.Config{Clock: clk, Store: store, Key: "api",
+			Limit: ratelimit.Limit{Permits: 3, Period: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	allowed := 0
+	for i := range 6 {
+		if ls[i%2].Allow() {
+			allowed++
+		}
+	}
+	if err := ls[0].Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if allowed != 3 || store.takes != 6 || store.drains != 1 {
+		t.Fatalf("allowed %d, %d takes, %d drains; want 3, 6, 1", allowed, store.takes, store.drains)
+	}
+}

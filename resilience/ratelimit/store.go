@@ -1,0 +1,170 @@
+package ratelimit
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Store holds limiter state by key. Each method is one atomic operation on
+// one key's state: a shared store implements it as one script or one
+// conditional update, and holds nothing between calls. The limiter passes
+// the Limit with every call (it may change at run time) and the time, so
+// that a store needs no clock of its own (it may use its own).
+type Store interface {
+	// Take takes n permits for key at now under lim if they can be had at
+	// once, or, for LeakyBucket, within maxWait; otherwise it takes
+	// nothing.
+	Take(ctx context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error)
+	// Drain takes every permit key has at now, until they refill.
+	Drain(ctx context.Context, key string, lim Limit, now time.Time) error
+}
+
+// Decision is a Store's answer to Take.
+type Decision struct {
+	OK bool
+	// Wait is, when OK, how long until the permits are the caller's
+	// (a LeakyBucket slot); 0 otherwise.
+	Wait time.Duration
+	// RetryAfter is, when not OK, how long until the n permits could be
+	// had if nobody else took any; negative when they never can at once
+	// (n exceeds the limit).
+	RetryAfter time.Duration
+	// Remaining is the permits left after a Take that was OK.
+	Remaining int64
+}
+
+// MemoryStore is the in-memory Store, safe for concurrent use. Keys whose
+// state is back to a fresh key's are evicted as it goes, once per Period at
+// most, so that idle keys cost nothing.
+type MemoryStore struct {
+	base      timeBase
+	seed      maphash.Seed
+	lastSweep atomic.Int64 // when the fresh keys were last evicted
+	shards    [numShards]memShard
+}
+
+const numShards = 16
+
+type memShard struct {
+	mu     sync.Mutex // guards states
+	states map[string]*state
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	m := &MemoryStore{seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].states = make(map[string]*state)
+	}
+	return m
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// Take implements Store.
+func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
+	t := m.base.nanos(now)
+	r := compile(lim)
+	m.sweep(&r, t)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.stateLocked(key).take(&r, n, t, int64(maxWait)).public(&r, t), nil
+}
+
+// Drain implements Store.
+func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.Time) error {
+	t := m.base.nanos(now)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := compile(lim)
+	sh.stateLocked(key).drain(&r, t)
+	return nil
+}
+
+// Len returns the number of keys held.
+func (m *MemoryStore) Len() int {
+	n := 0
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += len(sh.states)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// stateLocked returns key's state, adding a fresh one if there is none.
+func (sh *memShard) stateLocked(key string) *state {
+	s := sh.states[key]
+	if s == nil {
+		s = &state{}
+		sh.states[key] = s
+	}
+	return s
+}
+
+func (m *MemoryStore) shard(key string) *memShard {
+	return &m.shards[maphash.String(m.seed, key)%numShards]
+}
+
+// sweep evicts the fresh keys of every shard, at most once per Period; the
+// caller that moves lastSweep does it.
+func (m *MemoryStore) sweep(l *rule, now int64) {
+	last := m.lastSweep.Load()
+	if now-last < int64(l.Period) || !m.lastSweep.CompareAndSwap(last, now) {
+		return
+	}
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for k, s := range sh.states {
+			if s.fresh(l, now) {
+				delete(sh.states, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// public converts d to a Decision.
+func (d decision) public(l *rule, now int64) Decision {
+	switch {
+	case d.ok:
+		rem := d.remaining
+		if d.gcra {
+			rem /= l.interval
+		}
+		return Decision{OK: true, Wait: time.Duration(d.wait), Remaining: rem}
+	case d.never:
+		return Decision{RetryAfter: -1}
+	}
+	return Decision{RetryAfter: time.Duration(max(d.retryAt-now, 0))}
+}
+
+// timeBase turns times into nanoseconds since the UTC midnight before the
+// first time it saw, so that states count in int64, windows of a second, a
+// minute or an hour start on the wall clock's, and the monotonic clock is
+// kept where there is one.
+type timeBase struct {
+	epoch atomic.Pointer[time.Time]
+}
+
+func (b *timeBase) nanos(t time.Time) int64 {
+	e := b.epoch.Load()
+	if e == nil {
+		m := midnight(t)
+		b.epoch.CompareAndSwap(nil, &m)
+		e = b.epoch.Load()
+	}
+	return int64(t.Sub(*e))
+}
+
+// midnight returns the UTC midnight before t, keeping t's monotonic clock.
+func midnight(t time.Time) time.Time {
+	return t.Add(-time.Duration(t.UnixNano() % int64(24*time.Hour)))
+}
