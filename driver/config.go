@@ -3,6 +3,7 @@ package driver
 import (
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -66,11 +67,11 @@ func (c *Config) Validate() error {
 // String describes c for logs without its password: the driver, the
 // connector's type when one is set, the DSN as FormatDSN writes it with the
 // password replaced by "xxxxx" (RedactDSN), and the pool's name.
-func (c *Config) String() string {
-	if c == nil {
-		return "<nil>"
-	}
-	redacted := *c
+//
+// String, GoString, Format and LogValue have value receivers, so that a
+// Config printed or logged by value hides its password as a *Config does.
+func (c Config) String() string {
+	redacted := c
 	redacted.DSN = RedactDSN(c.DSN)
 	var parts []string
 	if c.DriverName != "" {
@@ -86,14 +87,32 @@ func (c *Config) String() string {
 	return strings.Join(parts, " ")
 }
 
+// GoString is %#v: the Go syntax of c with its DSN redacted (RedactDSN).
+func (c Config) GoString() string {
+	type fields Config // no methods: %#v prints the fields
+	c.DSN = RedactDSN(c.DSN)
+	return "driver.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", fields(c)), "driver.fields")
+}
+
+// Format prints c for every verb of package fmt without its password: %#v
+// as GoString, %v, %+v, %s, %q, %x and %X as String, any other verb as
+// %!verb(driver.Config=String).
+func (c Config) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		_, _ = io.WriteString(f, c.GoString())
+	case strings.ContainsRune("vsqxX", verb):
+		_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), c.String())
+	default:
+		_, _ = fmt.Fprintf(f, "%%!%c(driver.Config=%s)", verb, c.String())
+	}
+}
+
 // LogValue makes slog log c as a group without its password: driver,
 // connector (its type), dsn (RedactDSN of the underlying DSN), one attribute
 // per respool key set (named without the "respool_" prefix, for example
 // max_conns) and name.
-func (c *Config) LogValue() slog.Value {
-	if c == nil {
-		return slog.StringValue("<nil>")
-	}
+func (c Config) LogValue() slog.Value {
 	var attrs []slog.Attr
 	if c.DriverName != "" {
 		attrs = append(attrs, slog.String("driver", c.DriverName))
@@ -107,7 +126,7 @@ func (c *Config) LogValue() slog.Value {
 		if k.name == dsnKeyDriver {
 			continue
 		}
-		if v, ok := k.logValue(c); ok {
+		if v, ok := k.logValue(&c); ok {
 			attrs = append(attrs, slog.Attr{Key: strings.TrimPrefix(k.name, dsnKeyPrefix), Value: v})
 		}
 	}
@@ -118,6 +137,8 @@ func (c *Config) LogValue() slog.Value {
 }
 
 var (
-	_ fmt.Stringer   = (*Config)(nil)
-	_ slog.LogValuer = (*Config)(nil)
+	_ fmt.Stringer   = Config{}
+	_ fmt.GoStringer = Config{}
+	_ fmt.Formatter  = Config{}
+	_ slog.LogValuer = Config{}
 )

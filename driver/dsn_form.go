@@ -170,21 +170,33 @@ func dsnURLQuery(s string) (int, error) {
 	if at := dsnURLUserEnd(s); at >= 0 {
 		i = at + 1
 	}
+	q, _, err := dsnURLAfterUser(s, i)
+	return q, err
+}
+
+// dsnURLAfterUser reads the postgres URL s from index i, where its hosts
+// start (see dsnURLQuery). It returns the index of the '?' that starts the
+// query, or -1, and whether the hosts and the path are plain: no host, port
+// or path holds an '@', and every port is empty or a number.
+func dsnURLAfterUser(s string, i int) (q int, plain bool, err error) {
+	start, plain := i, true
 	for {
 		if i < len(s) && s[i] == '[' {
 			end := strings.IndexByte(s[i:], ']')
 			if end < 0 {
-				return -1, fmt.Errorf(`%w: URL form: a host opens "[" and does not close it`, ErrInvalidDSN)
+				return -1, false, fmt.Errorf(`%w: URL form: a host opens "[" and does not close it`, ErrInvalidDSN)
 			}
 			i += end + 1
 			if i < len(s) && !strings.ContainsRune(":/?,", rune(s[i])) {
-				return -1, fmt.Errorf(`%w: URL form: unexpected byte after "]" in a host (want ":", "/", "?", "," or the end)`, ErrInvalidDSN)
+				return -1, false, fmt.Errorf(`%w: URL form: unexpected byte after "]" in a host (want ":", "/", "?", "," or the end)`, ErrInvalidDSN)
 			}
 		} else {
 			i = dsnIndexFrom(s, i, ":/?,")
 		}
 		if i < len(s) && s[i] == ':' {
-			i = dsnIndexFrom(s, i+1, "/?,")
+			port := i + 1
+			i = dsnIndexFrom(s, port, "/?,")
+			plain = plain && strings.Trim(s[port:i], "0123456789") == ""
 		}
 		if i < len(s) && s[i] == ',' {
 			i++
@@ -192,16 +204,20 @@ func dsnURLQuery(s string) (int, error) {
 		}
 		break
 	}
-	if i < len(s) && s[i] == '/' {
+	q = -1
+	switch {
+	case i < len(s) && s[i] == '/':
 		if j := strings.IndexByte(s[i:], '?'); j >= 0 {
-			return i + j, nil
+			q = i + j
 		}
-		return -1, nil
+	case i < len(s) && s[i] == '?':
+		q = i
 	}
-	if i < len(s) && s[i] == '?' {
-		return i, nil
+	end := len(s)
+	if q >= 0 {
+		end = q
 	}
-	return -1, nil
+	return q, plain && strings.IndexByte(s[start:end], '@') < 0, nil
 }
 
 // dsnIndexFrom returns the index of the first byte of s[i:] in chars, or
@@ -260,16 +276,11 @@ func dsnKVTokens(s string) (toks []dsnKVToken, bad int, err error) {
 		j := dsnSkipSpaces(s, eq+1)
 		t := dsnKVToken{start: start, valStart: j, key: key}
 		if j < len(s) && s[j] == '\'' {
-			k := j + 1
-			for ; k < len(s) && s[k] != '\''; k++ {
-				if s[k] == '\\' {
-					k++
-				}
-			}
-			if k >= len(s) {
+			end := dsnQuoteEnd(s, j)
+			if end < 0 {
 				return malformed(start, "has an unterminated quoted value")
 			}
-			t.value, t.end = dsnUnescapeKV(s[j+1:k]), k+1
+			t.value, t.end = dsnUnescapeKV(s[j+1:end-1]), end
 		} else {
 			k := j
 			for ; k < len(s) && !dsnIsSpace(s[k]); k++ {
@@ -286,6 +297,21 @@ func dsnKVTokens(s string) (toks []dsnKVToken, bad int, err error) {
 		i = t.end
 	}
 	return toks, len(s), nil
+}
+
+// dsnQuoteEnd returns the index just after the quote that closes the
+// single-quoted value that starts at s[start], or -1 when no quote closes it.
+// A backslash makes the next byte literal.
+func dsnQuoteEnd(s string, start int) int {
+	for k := start + 1; k < len(s); k++ {
+		switch s[k] {
+		case '\\':
+			k++
+		case '\'':
+			return k + 1
+		}
+	}
+	return -1
 }
 
 // dsnUnescapeKV applies libpq's backslash rule: a backslash is dropped and

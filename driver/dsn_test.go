@@ -767,8 +767,8 @@ func TestConfigString(t *testing.T) {
 	if got, want := c.String(), `connector=driver.dsnTestConnector dsn=""`; got != want {
 		t.Errorf("String() = %s, want %s", got, want)
 	}
-	if got := (*Config)(nil).String(); got != "<nil>" {
-		t.Errorf("nil String() = %q", got)
+	if got := fmt.Sprint((*Config)(nil)); got != "<nil>" {
+		t.Errorf("fmt.Sprint of a nil *Config = %q", got)
 	}
 }
 
