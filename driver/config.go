@@ -15,8 +15,9 @@ import (
 //
 // ParseDSN builds one from a DSN and FormatDSN writes it back; a Config can
 // also be filled in code, which is the only way to set Connector,
-// Pool.Clock, Pool.Logger and Pool.Name. Every zero field means the default
-// that pool.Config documents.
+// Pool.Clock and Pool.Logger. Every zero field means the default that
+// pool.Config documents; an empty Pool.Name means "respool(DRIVER)", with
+// DRIVER the DriverName or the Connector's type.
 type Config struct {
 	// DriverName is the database/sql driver that makes the connections:
 	// "pgx", "mysql", or any registered name.
@@ -65,8 +66,9 @@ func (c *Config) Validate() error {
 }
 
 // String describes c for logs without its password: the driver, the
-// connector's type when one is set, the DSN as FormatDSN writes it with the
-// password replaced by "xxxxx" (RedactDSN), and the pool's name.
+// connector's type when one is set, and the DSN as FormatDSN writes it (with
+// the pool's name as respool_name) with the password replaced by "xxxxx"
+// (RedactDSN).
 //
 // String, GoString, Format and LogValue have value receivers, so that a
 // Config printed or logged by value hides its password as a *Config does.
@@ -81,9 +83,6 @@ func (c Config) String() string {
 		parts = append(parts, fmt.Sprintf("connector=%T", c.Connector))
 	}
 	parts = append(parts, "dsn="+strconv.Quote(redacted.FormatDSN()))
-	if c.Pool.Name != "" {
-		parts = append(parts, "name="+strconv.Quote(c.Pool.Name))
-	}
 	return strings.Join(parts, " ")
 }
 
@@ -109,9 +108,9 @@ func (c Config) Format(f fmt.State, verb rune) {
 }
 
 // LogValue makes slog log c as a group without its password: driver,
-// connector (its type), dsn (RedactDSN of the underlying DSN), one attribute
-// per respool key set (named without the "respool_" prefix, for example
-// max_conns) and name.
+// connector (its type), dsn (RedactDSN of the underlying DSN), and one
+// attribute per respool key set, named without the "respool_" prefix (name,
+// max_conns, ...).
 func (c Config) LogValue() slog.Value {
 	var attrs []slog.Attr
 	if c.DriverName != "" {
@@ -129,9 +128,6 @@ func (c Config) LogValue() slog.Value {
 		if v, ok := k.logValue(&c); ok {
 			attrs = append(attrs, slog.Attr{Key: strings.TrimPrefix(k.name, dsnKeyPrefix), Value: v})
 		}
-	}
-	if c.Pool.Name != "" {
-		attrs = append(attrs, slog.String("name", c.Pool.Name))
 	}
 	return slog.GroupValue(attrs...)
 }

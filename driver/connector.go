@@ -28,7 +28,8 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// NewConnector validates cfg and starts its pool.
+// NewConnector validates cfg and starts its pool. Until it is closed, the
+// Connector is listed by Connectors and found by Lookup under its name.
 func NewConnector(cfg Config) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -45,7 +46,9 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Connector{pool: p}, nil
+	c := &Connector{pool: p}
+	register(c) // until Close: Connectors, Lookup
+	return c, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
@@ -138,9 +141,11 @@ func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 // take connections directly.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
-// Close closes the pool; sql.DB.Close calls it. It waits, at most 30 s, for
-// connections still in use to come back.
+// Close removes c from Connectors at once and closes the pool; sql.DB.Close
+// calls it. It waits, at most 30 s, for connections still in use to come
+// back.
 func (c *Connector) Close() error {
+	unregister(c)
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	return c.pool.Close(ctx)

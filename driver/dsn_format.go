@@ -8,8 +8,8 @@ import (
 // FormatDSN returns the DSN that ParseDSN reads back as c: c.DSN with the
 // respool keys whose fields differ from their zero value, in the canonical
 // order of the README. respool_driver is written when c.DriverName is not
-// the driver that the DSN's form implies. Connector, Pool.Clock, Pool.Logger
-// and Pool.Name have no key and are left out. For a Config from ParseDSN,
+// the driver that the DSN's form implies. Connector, Pool.Clock and
+// Pool.Logger have no key and are left out. For a Config from ParseDSN,
 // ParseDSN(c.FormatDSN()) equals c.
 //
 // The keys go where the DSN's form puts parameters: at the end of the query

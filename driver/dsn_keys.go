@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 const (
@@ -39,6 +40,7 @@ type dsnKey struct {
 
 const (
 	dsnKeyDriver  = "respool_driver"
+	dsnKeyName    = "respool_name"
 	dsnKeyMinIdle = "respool_min_idle"
 )
 
@@ -48,6 +50,9 @@ var dsnKeys = []dsnKey{
 	{name: dsnKeyDriver, kind: dsnString,
 		accepted: `a registered database/sql driver name other than "respool"`,
 		field:    func(c *Config) any { return &c.DriverName }},
+	{name: dsnKeyName, kind: dsnString,
+		accepted: "a name without control characters (empty: the default, respool(DRIVER))",
+		field:    func(c *Config) any { return &c.Pool.Name }},
 	{name: "respool_max_conns", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Pool.MaxObjects }},
 	{name: dsnKeyMinIdle, kind: dsnInt, min: 0, accepted: "an integer ≥ 0",
@@ -131,7 +136,10 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		}
 		*p = b != k.invert
 	case *string:
-		if k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver) {
+		switch {
+		case k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver):
+			return false
+		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false
 		}
 		*p = v

@@ -23,6 +23,7 @@ import (
 // pool.Config documents as the default:
 //
 //	respool_driver                  DriverName
+//	respool_name                    Pool.Name                  no control characters
 //	respool_max_conns               Pool.MaxObjects            integer ≥ 1
 //	respool_min_idle                Pool.MinIdle               integer ≥ 0, ≤ max_conns
 //	respool_max_idle_time           Pool.MaxIdle               duration > 0, or none (-1)

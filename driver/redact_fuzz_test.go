@@ -67,6 +67,8 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 		params = append(params, "respool_max_conns=2")
 	case 2:
 		params = append(params, "respool_max_conns=x"+app) // a *DSNError
+	case 3:
+		params = append(params, "respool_name="+app)
 	}
 	query := func(pairs ...string) string {
 		if pairs = append(pairs, params...); len(pairs) == 0 {
