@@ -3,6 +3,7 @@ package driver
 import (
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -14,8 +15,9 @@ import (
 //
 // ParseDSN builds one from a DSN and FormatDSN writes it back; a Config can
 // also be filled in code, which is the only way to set Connector,
-// Pool.Clock, Pool.Logger and Pool.Name. Every zero field means the default
-// that pool.Config documents.
+// Pool.Clock and Pool.Logger. Every zero field means the default that
+// pool.Config documents; an empty Pool.Name means "respool(DRIVER)", with
+// DRIVER the DriverName or the Connector's type.
 type Config struct {
 	// DriverName is the database/sql driver that makes the connections:
 	// "pgx", "mysql", or any registered name.
@@ -64,13 +66,14 @@ func (c *Config) Validate() error {
 }
 
 // String describes c for logs without its password: the driver, the
-// connector's type when one is set, the DSN as FormatDSN writes it with the
-// password replaced by "xxxxx" (RedactDSN), and the pool's name.
-func (c *Config) String() string {
-	if c == nil {
-		return "<nil>"
-	}
-	redacted := *c
+// connector's type when one is set, and the DSN as FormatDSN writes it (with
+// the pool's name as respool_name) with the password replaced by "xxxxx"
+// (RedactDSN).
+//
+// String, GoString, Format and LogValue have value receivers, so that a
+// Config printed or logged by value hides its password as a *Config does.
+func (c Config) String() string {
+	redacted := c
 	redacted.DSN = RedactDSN(c.DSN)
 	var parts []string
 	if c.DriverName != "" {
@@ -80,20 +83,35 @@ func (c *Config) String() string {
 		parts = append(parts, fmt.Sprintf("connector=%T", c.Connector))
 	}
 	parts = append(parts, "dsn="+strconv.Quote(redacted.FormatDSN()))
-	if c.Pool.Name != "" {
-		parts = append(parts, "name="+strconv.Quote(c.Pool.Name))
-	}
 	return strings.Join(parts, " ")
 }
 
-// LogValue makes slog log c as a group without its password: driver,
-// connector (its type), dsn (RedactDSN of the underlying DSN), one attribute
-// per respool key set (named without the "respool_" prefix, for example
-// max_conns) and name.
-func (c *Config) LogValue() slog.Value {
-	if c == nil {
-		return slog.StringValue("<nil>")
+// GoString is %#v: the Go syntax of c with its DSN redacted (RedactDSN).
+func (c Config) GoString() string {
+	type fields Config // no methods: %#v prints the fields
+	c.DSN = RedactDSN(c.DSN)
+	return "driver.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", fields(c)), "driver.fields")
+}
+
+// Format prints c for every verb of package fmt without its password: %#v
+// as GoString, %v, %+v, %s, %q, %x and %X as String, any other verb as
+// %!verb(driver.Config=String).
+func (c Config) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		_, _ = io.WriteString(f, c.GoString())
+	case strings.ContainsRune("vsqxX", verb):
+		_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), c.String())
+	default:
+		_, _ = fmt.Fprintf(f, "%%!%c(driver.Config=%s)", verb, c.String())
 	}
+}
+
+// LogValue makes slog log c as a group without its password: driver,
+// connector (its type), dsn (RedactDSN of the underlying DSN), and one
+// attribute per respool key set, named without the "respool_" prefix (name,
+// max_conns, ...).
+func (c Config) LogValue() slog.Value {
 	var attrs []slog.Attr
 	if c.DriverName != "" {
 		attrs = append(attrs, slog.String("driver", c.DriverName))
@@ -107,17 +125,16 @@ func (c *Config) LogValue() slog.Value {
 		if k.name == dsnKeyDriver {
 			continue
 		}
-		if v, ok := k.logValue(c); ok {
+		if v, ok := k.logValue(&c); ok {
 			attrs = append(attrs, slog.Attr{Key: strings.TrimPrefix(k.name, dsnKeyPrefix), Value: v})
 		}
-	}
-	if c.Pool.Name != "" {
-		attrs = append(attrs, slog.String("name", c.Pool.Name))
 	}
 	return slog.GroupValue(attrs...)
 }
 
 var (
-	_ fmt.Stringer   = (*Config)(nil)
-	_ slog.LogValuer = (*Config)(nil)
+	_ fmt.Stringer   = Config{}
+	_ fmt.GoStringer = Config{}
+	_ fmt.Formatter  = Config{}
+	_ slog.LogValuer = Config{}
 )

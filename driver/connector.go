@@ -28,7 +28,8 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// NewConnector validates cfg and starts its pool.
+// NewConnector validates cfg and starts its pool. Until it is closed, the
+// Connector is listed by Connectors and found by Lookup under its name.
 func NewConnector(cfg Config) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -45,7 +46,9 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Connector{pool: p}, nil
+	c := &Connector{pool: p}
+	register(c) // until Close: Connectors, Lookup
+	return c, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
@@ -71,19 +74,20 @@ func baseConnector(cfg Config) (driver.Connector, error) {
 	// sql.Open is the only way to reach a registered driver by name; for a
 	// driver with DriverContext it calls OpenConnector, whose error may
 	// quote the DSN.
+	secrets := secretsOf(cfg.DSN)
 	db, err := sql.Open(cfg.DriverName, cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, redactError(err, cfg.DSN))
+		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, redactError(err, secrets))
 	}
 	d := db.Driver()
 	_ = db.Close()
-	base := driver.Connector(dsnConnector{d: d, dsn: cfg.DSN})
+	base := driver.Connector(&dsnConnector{d: d, dsn: cfg.DSN})
 	if dc, ok := d.(driver.DriverContext); ok {
 		if base, err = dc.OpenConnector(cfg.DSN); err != nil {
-			return nil, redactError(err, cfg.DSN)
+			return nil, redactError(err, secrets)
 		}
 	}
-	return redactingConnector{Connector: base, dsn: cfg.DSN}, nil
+	return &redactingConnector{Connector: base, secrets: secrets}, nil
 }
 
 // dsnConnector adapts a driver without DriverContext.
@@ -92,21 +96,23 @@ type dsnConnector struct {
 	dsn string
 }
 
-func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                        { return c.d }
+func (c *dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c *dsnConnector) Driver() driver.Driver                        { return c.d }
 
 // redactingConnector removes the DSN's password from connection errors, so
 // that neither the caller nor the pool's log sees it. An error that does not
 // show the password is returned as it is (type assertions keep working);
-// one that does is wrapped, and errors.As still finds the original.
+// one that does is wrapped, and errors.As still finds the original. It and
+// dsnConnector are used by pointer, so that printing a pool with %+v shows
+// an address, not the DSN.
 type redactingConnector struct {
 	driver.Connector
-	dsn string
+	secrets []string // secretsOf the DSN
 }
 
-func (c redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
-	return conn, redactError(err, c.dsn)
+	return conn, redactError(err, c.secrets)
 }
 
 // Connect takes a connection from the pool. A refused or failed take returns
@@ -135,9 +141,11 @@ func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 // take connections directly.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
-// Close closes the pool; sql.DB.Close calls it. It waits, at most 30 s, for
-// connections still in use to come back.
+// Close removes c from Connectors at once and closes the pool; sql.DB.Close
+// calls it. It waits, at most 30 s, for connections still in use to come
+// back.
 func (c *Connector) Close() error {
+	unregister(c)
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	return c.pool.Close(ctx)

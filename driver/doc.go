@@ -25,6 +25,19 @@
 // A Take refused because the wait queue is full reaches the caller of
 // QueryContext as an error for which errors.Is(err, pool.ErrQueueFull) holds.
 //
+// # Finding the pools
+//
+// Every open Connector (from NewConnector, OpenDB or sql.Open) is listed by
+// Connectors until it is closed, and Lookup finds one by its pool's name:
+// respool_name in the DSN, Config.Pool.Name in code, or "respool(DRIVER)" by
+// default. A *sql.DB from sql.Open reaches its pool's Stats this way:
+//
+//	db, err := sql.Open("respool", "postgres://app@db/app?respool_name=orders")
+//	stats := driver.Lookup("orders").Stats()
+//
+// Names need not be unique; Lookup returns the oldest open Connector of a
+// name.
+//
 // # Errors
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,

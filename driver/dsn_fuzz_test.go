@@ -33,6 +33,9 @@ func addDSNSeeds(f *testing.F) {
 		"u:"+fuzzPassword+"@tcp(h:3306)/db?respool_max_idle_time=5&parseTime=true",
 		"u:"+fuzzPassword+"@unix(/tmp/s)/db?respool_max_conns=1&respool_max_conns=1",
 		"sqlserver://u:"+fuzzPassword+"@h/inst?respool_max_conns=x",
+		"postgres://h/db?respool_name=orders%20%26%20co&respool_max_conns=2",
+		"respool_name='a b\\' c' host=h",
+		"u@tcp(h)/db?respool_name=a+b%0A",
 	)
 	for _, s := range seeds {
 		f.Add(s)

@@ -374,6 +374,9 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_test_query=", Config{}},
 		{"respool_test_query", Config{}},
 		{"respool_max_idle_time=1%6D", Config{Pool: pool.Config{MaxIdle: time.Minute}}},
+		{"respool_name=orders", Config{Pool: pool.Config{Name: "orders"}}},
+		{"respool_name=orders%20db%C3%A9", Config{Pool: pool.Config{Name: "orders dbé"}}},
+		{"respool_name=", Config{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kv, func(t *testing.T) {
@@ -424,6 +427,8 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration ≥ 0"},
 	{"postgres://h/db?respool_test_query=%zz", "respool_test_query", "%zz", "percent-encoded"},
 	{"postgres://h/db?respool_max_conns=%", "respool_max_conns", "%", "percent-encoded"},
+	{"postgres://h/db?respool_name=a%0Ab", "respool_name", "a\nb", "without control characters"},
+	{"host=h respool_name='a\tb'", "respool_name", "a\tb", "without control characters"},
 	{"postgres://h/db?respool_driver=", "respool_driver", "", "driver name"},
 	{"postgres://h/db?respool_driver=respool", "respool_driver", "respool", `other than "respool"`},
 	{"postgres://h/db?respool_driver=nosuchdriver", "respool_driver", "nosuchdriver", `"mysql", "pgx"`},
@@ -488,7 +493,7 @@ func TestParseDSNUnknownKey(t *testing.T) {
 		{
 			dsn: "postgres://h/db?respool_colour=blue",
 			key: "respool_colour",
-			msg: `respool: unknown DSN key "respool_colour"; valid keys: respool_driver, respool_max_conns, respool_min_idle,`,
+			msg: `respool: unknown DSN key "respool_colour"; valid keys: respool_driver, respool_name, respool_max_conns, respool_min_idle,`,
 		},
 	}
 	for _, tt := range tests {
@@ -598,6 +603,16 @@ func TestFormatDSN(t *testing.T) {
 				"&respool_max_queue=100&respool_max_concurrent_creates=3&respool_create_timeout=2s" +
 				"&respool_test_timeout=1s&respool_validation_interval=15s&respool_test_query=SELECT%201" +
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
+		},
+		{
+			name: "name first, quoted in the kv form",
+			cfg:  Config{DriverName: "pgx", DSN: "host=h", Pool: pool.Config{Name: "orders db", MaxObjects: 2}},
+			want: `respool_name='orders db' respool_max_conns=2 host=h`,
+		},
+		{
+			name: "name percent-encoded in the URL form",
+			cfg:  Config{DriverName: "pgx", DSN: "postgres://h/db", Pool: pool.Config{Name: "a&b=c"}},
+			want: "postgres://h/db?respool_name=a%26b%3Dc",
 		},
 		{
 			name: "zero pool config adds nothing",
@@ -759,7 +774,7 @@ func TestConfigStringHidesPassword(t *testing.T) {
 
 func TestConfigString(t *testing.T) {
 	c := &Config{DriverName: "pgx", DSN: "postgres://u:pw@h/db", Pool: pool.Config{MaxObjects: 3, Name: "orders"}}
-	want := `driver=pgx dsn="postgres://u:xxxxx@h/db?respool_max_conns=3" name="orders"`
+	want := `driver=pgx dsn="postgres://u:xxxxx@h/db?respool_name=orders&respool_max_conns=3"`
 	if got := c.String(); got != want {
 		t.Errorf("String() = %s, want %s", got, want)
 	}
@@ -767,8 +782,8 @@ func TestConfigString(t *testing.T) {
 	if got, want := c.String(), `connector=driver.dsnTestConnector dsn=""`; got != want {
 		t.Errorf("String() = %s, want %s", got, want)
 	}
-	if got := (*Config)(nil).String(); got != "<nil>" {
-		t.Errorf("nil String() = %q", got)
+	if got := fmt.Sprint((*Config)(nil)); got != "<nil>" {
+		t.Errorf("fmt.Sprint of a nil *Config = %q", got)
 	}
 }
 

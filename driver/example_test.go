@@ -31,8 +31,8 @@ func ExampleParseDSN() {
 	// dsn: postgres://app:xxxxx@db.example.com:5432/app?sslmode=verify-full
 }
 
-// A Config in code can set what a DSN cannot, such as the pool's name and
-// logger, or a driver.Connector of one's own.
+// A Config in code can set what a DSN cannot, such as the pool's logger, or a
+// driver.Connector of one's own.
 func ExampleNewConnector() {
 	c, err := driver.NewConnector(driver.Config{
 		DriverName: "mysql",
@@ -79,4 +79,27 @@ func ExampleConfig_FormatDSN() {
 	// Output:
 	// app@tcp(db.example.com:3306)/app?parseTime=true&respool_max_conns=20&respool_max_lifetime=1h0m0s&respool_test_query=SELECT%201
 	// app@tcp(db.example.com:3306)/app?parseTime=true 20 1h0m0s SELECT 1
+}
+
+// A *sql.DB opened with sql.Open hides respool's Connector; respool_name gives
+// its pool a name under which driver.Lookup finds it, for its Stats.
+func ExampleLookup() {
+	db, err := sql.Open("respool", "app:s3cret@tcp(db.example.com:3306)/app?respool_name=orders&respool_max_conns=20")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close() // and out of driver.Connectors
+
+	c := driver.Lookup("orders")
+	fmt.Println(c.Name(), c.Stats().MaxObjects, c.Stats().Total)
+
+	// Every open pool of the process, for metrics or health checks:
+	for _, c := range driver.Connectors() {
+		if c.Name() == "orders" {
+			fmt.Println("found", c.Name())
+		}
+	}
+	// Output:
+	// orders 20 0
+	// found orders
 }

@@ -1,0 +1,392 @@
+package driver
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// dsnForm is the syntax of a DSN (see ParseDSN).
+type dsnForm uint8
+
+const (
+	dsnFormURL   dsnForm = iota + 1 // postgres:// or postgresql:// URL (pgx)
+	dsnFormKV                       // libpq keyword/value (pgx)
+	dsnFormMySQL                    // go-sql-driver/mysql, or any DSN with a ?query
+)
+
+// dsnSpaces are the bytes libpq and pgx take as whitespace.
+const dsnSpaces = " \t\n\v\f\r"
+
+// dsnDefaultDriver is the driver a DSN of form f is for, without
+// respool_driver.
+func dsnDefaultDriver(f dsnForm) string {
+	if f == dsnFormMySQL {
+		return "mysql"
+	}
+	return "pgx"
+}
+
+// dsnFormOf tells the form of s.
+func dsnFormOf(s string) dsnForm {
+	if dsnHasURLPrefix(s) {
+		return dsnFormURL
+	}
+	i := dsnSkipSpaces(s, 0)
+	if i == len(s) {
+		return dsnFormKV
+	}
+	j := i
+	for j < len(s) && dsnIsKeywordByte(s[j]) {
+		j++
+	}
+	if j == i {
+		return dsnFormMySQL
+	}
+	if j = dsnSkipSpaces(s, j); j < len(s) && s[j] == '=' {
+		return dsnFormKV
+	}
+	return dsnFormMySQL
+}
+
+func dsnHasURLPrefix(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+func dsnIsKeywordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+		b == '_' || b == '.' || b == '-'
+}
+
+// dsnIsSpace reports the bytes libpq and pgx take as whitespace.
+func dsnIsSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\v' || b == '\f' || b == '\r'
+}
+
+func dsnSkipSpaces(s string, i int) int {
+	for i < len(s) && dsnIsSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// dsnParam is one respool key found in a DSN.
+type dsnParam struct {
+	key     string // as written; percent-decoded in the URL and mysql forms
+	value   string // decoded; raw when !valueOK
+	valueOK bool   // false when the value could not be percent-decoded
+}
+
+// dsnHasKeyPrefix reports whether k is in respool's namespace. Case is
+// ignored here, so that "RESPOOL_MAX_CONNS" is reported as a misspelling
+// instead of reaching the server.
+func dsnHasKeyPrefix(k string) bool {
+	return len(k) >= len(dsnKeyPrefix) && strings.EqualFold(k[:len(dsnKeyPrefix)], dsnKeyPrefix)
+}
+
+// dsnSplit removes the respool keys from s, read in form f. It returns the
+// rest of s and the keys in the order they appear.
+func dsnSplit(s string, f dsnForm) (rest string, params []dsnParam, err error) {
+	switch f {
+	case dsnFormURL:
+		q, err := dsnURLQuery(s)
+		if err != nil {
+			return "", nil, err
+		}
+		rest, params = dsnSplitQuery(s, q, url.PathUnescape)
+		return rest, params, nil
+	case dsnFormKV:
+		return dsnSplitKV(s)
+	default:
+		rest, params = dsnSplitQuery(s, dsnMySQLQuery(s), url.QueryUnescape)
+		return rest, params, nil
+	}
+}
+
+// dsnSplitQuery removes the respool keys from the query of s that starts at
+// the '?' at index q (no query when q < 0). The other parameters keep their
+// bytes and order; an empty query loses its '?'.
+func dsnSplitQuery(s string, q int, unescape func(string) (string, error)) (string, []dsnParam) {
+	if q < 0 {
+		return s, nil
+	}
+	var (
+		kept   []string
+		params []dsnParam
+	)
+	for _, seg := range strings.Split(s[q+1:], "&") {
+		rawKey, rawValue, _ := strings.Cut(seg, "=")
+		key, ours := dsnQueryKey(rawKey, unescape)
+		if !ours {
+			kept = append(kept, seg)
+			continue
+		}
+		p := dsnParam{key: key, value: rawValue}
+		if v, err := unescape(rawValue); err == nil {
+			p.value, p.valueOK = v, true
+		}
+		params = append(params, p)
+	}
+	query := strings.Join(kept, "&")
+	if query == "" {
+		return s[:q], params
+	}
+	return s[:q+1] + query, params
+}
+
+// dsnQueryKey decodes the key of a query parameter and reports whether it is
+// in respool's namespace, as written or decoded.
+func dsnQueryKey(raw string, unescape func(string) (string, error)) (string, bool) {
+	key := raw
+	if d, err := unescape(raw); err == nil {
+		key = strings.Trim(d, " ")
+	}
+	return key, dsnHasKeyPrefix(key) || dsnHasKeyPrefix(raw)
+}
+
+// dsnURLUserEnd returns the index of the '@' that ends the user information
+// of a postgres URL, or -1: like libpq, the first '@' before any '/'.
+func dsnURLUserEnd(s string) int {
+	pl := dsnURLPrefixLen(s)
+	if i := strings.IndexAny(s[pl:], "@/"); i >= 0 && s[pl+i] == '@' {
+		return pl + i
+	}
+	return -1
+}
+
+func dsnURLPrefixLen(s string) int {
+	if strings.HasPrefix(s, "postgresql://") {
+		return len("postgresql://")
+	}
+	return len("postgres://")
+}
+
+// dsnURLQuery returns the index of the '?' that starts the query of the
+// postgres URL s, or -1, reading hosts as pgx and libpq do: a comma-separated
+// list of host[:port], where a host in brackets (IPv6) may hold any byte but
+// ']'.
+func dsnURLQuery(s string) (int, error) {
+	i := dsnURLPrefixLen(s)
+	if at := dsnURLUserEnd(s); at >= 0 {
+		i = at + 1
+	}
+	q, _, err := dsnURLAfterUser(s, i)
+	return q, err
+}
+
+// dsnURLAfterUser reads the postgres URL s from index i, where its hosts
+// start (see dsnURLQuery). It returns the index of the '?' that starts the
+// query, or -1, and whether the hosts and the path are plain: no host, port
+// or path holds an '@', and every port is empty or a number.
+func dsnURLAfterUser(s string, i int) (q int, plain bool, err error) {
+	start, plain := i, true
+	for {
+		if i < len(s) && s[i] == '[' {
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return -1, false, fmt.Errorf(`%w: URL form: a host opens "[" and does not close it`, ErrInvalidDSN)
+			}
+			i += end + 1
+			if i < len(s) && !strings.ContainsRune(":/?,", rune(s[i])) {
+				return -1, false, fmt.Errorf(`%w: URL form: unexpected byte after "]" in a host (want ":", "/", "?", "," or the end)`, ErrInvalidDSN)
+			}
+		} else {
+			i = dsnIndexFrom(s, i, ":/?,")
+		}
+		if i < len(s) && s[i] == ':' {
+			port := i + 1
+			i = dsnIndexFrom(s, port, "/?,")
+			plain = plain && strings.Trim(s[port:i], "0123456789") == ""
+		}
+		if i < len(s) && s[i] == ',' {
+			i++
+			continue
+		}
+		break
+	}
+	q = -1
+	switch {
+	case i < len(s) && s[i] == '/':
+		if j := strings.IndexByte(s[i:], '?'); j >= 0 {
+			q = i + j
+		}
+	case i < len(s) && s[i] == '?':
+		q = i
+	}
+	end := len(s)
+	if q >= 0 {
+		end = q
+	}
+	return q, plain && strings.IndexByte(s[start:end], '@') < 0, nil
+}
+
+// dsnIndexFrom returns the index of the first byte of s[i:] in chars, or
+// len(s).
+func dsnIndexFrom(s string, i int, chars string) int {
+	if j := strings.IndexAny(s[i:], chars); j >= 0 {
+		return i + j
+	}
+	return len(s)
+}
+
+// dsnMySQLQuery returns the index of the '?' that starts the query of a
+// mysql-form DSN, or -1: the first '?' after the last '/', or the first '?'
+// when there is no '/'.
+func dsnMySQLQuery(s string) int {
+	if slash := strings.LastIndexByte(s, '/'); slash >= 0 {
+		if q := strings.IndexByte(s[slash+1:], '?'); q >= 0 {
+			return slash + 1 + q
+		}
+		return -1
+	}
+	return strings.IndexByte(s, '?')
+}
+
+// dsnKVToken is one keyword=value element of a keyword/value DSN.
+type dsnKVToken struct {
+	start    int    // index of the keyword
+	valStart int    // index of the value (its opening quote when quoted)
+	end      int    // index just after the value (after its closing quote)
+	key      string // the keyword
+	value    string // the value, unquoted and unescaped
+}
+
+// dsnKVTokens splits a keyword/value DSN as libpq does. When an element is
+// malformed it returns the elements before it, the malformed element's index
+// in s and an error; the error names the element by its position only, since
+// its text may be part of a password.
+func dsnKVTokens(s string) (toks []dsnKVToken, bad int, err error) {
+	malformed := func(start int, what string) ([]dsnKVToken, int, error) {
+		return toks, start, fmt.Errorf("%w: keyword/value form: element %d %s", ErrInvalidDSN, len(toks)+1, what)
+	}
+	for i := dsnSkipSpaces(s, 0); i < len(s); i = dsnSkipSpaces(s, i) {
+		start := i
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			return malformed(start, `is not keyword=value`)
+		}
+		eq += i
+		key := strings.TrimRight(s[i:eq], dsnSpaces)
+		if key == "" {
+			return malformed(start, "has an empty keyword")
+		}
+		if strings.ContainsAny(key, dsnSpaces) {
+			return malformed(start, `is not keyword=value`)
+		}
+		j := dsnSkipSpaces(s, eq+1)
+		t := dsnKVToken{start: start, valStart: j, key: key}
+		if j < len(s) && s[j] == '\'' {
+			end := dsnQuoteEnd(s, j)
+			if end < 0 {
+				return malformed(start, "has an unterminated quoted value")
+			}
+			t.value, t.end = dsnUnescapeKV(s[j+1:end-1]), end
+		} else {
+			k := j
+			for ; k < len(s) && !dsnIsSpace(s[k]); k++ {
+				if s[k] == '\\' {
+					k++
+					if k == len(s) {
+						break
+					}
+				}
+			}
+			t.value, t.end = dsnUnescapeKV(s[j:k]), k
+		}
+		toks = append(toks, t)
+		i = t.end
+	}
+	return toks, len(s), nil
+}
+
+// dsnQuoteEnd returns the index just after the quote that closes the
+// single-quoted value that starts at s[start], or -1 when no quote closes it.
+// A backslash makes the next byte literal.
+func dsnQuoteEnd(s string, start int) int {
+	for k := start + 1; k < len(s); k++ {
+		switch s[k] {
+		case '\\':
+			k++
+		case '\'':
+			return k + 1
+		}
+	}
+	return -1
+}
+
+// dsnUnescapeKV applies libpq's backslash rule: a backslash is dropped and
+// the byte after it taken literally; a final backslash is dropped.
+func dsnUnescapeKV(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			if i == len(s) {
+				break
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// dsnSplitKV removes the respool elements of a keyword/value DSN, each with
+// one whitespace byte after it, except that the elements that end the DSN go
+// with the whitespace before them instead.
+func dsnSplitKV(s string) (string, []dsnParam, error) {
+	toks, _, err := dsnKVTokens(s)
+	if err != nil {
+		return "", nil, err
+	}
+	var params []dsnParam
+	tail := len(toks) // toks[tail:] are respool elements
+	for i, t := range toks {
+		if dsnHasKeyPrefix(t.key) {
+			params = append(params, dsnParam{key: t.key, value: t.value, valueOK: true})
+			if tail == len(toks) {
+				tail = i
+			}
+		} else {
+			tail = len(toks)
+		}
+	}
+	switch len(params) {
+	case 0:
+		return s, nil, nil
+	case len(toks):
+		return "", params, nil // nothing but respool's keys and whitespace
+	}
+	var b strings.Builder
+	last := 0 // s[:last] is done
+	for _, t := range toks[:tail] {
+		if dsnHasKeyPrefix(t.key) {
+			b.WriteString(s[last:t.start])
+			last = t.end
+			if last < len(s) && dsnIsSpace(s[last]) {
+				last++
+			}
+		}
+	}
+	end := len(s)
+	if tail < len(toks) {
+		// Only separators go: not back into the previous value, whose
+		// last byte may be an escaped space.
+		end = toks[tail].start
+		for lo := max(last, toks[tail-1].end); end > lo && dsnIsSpace(s[end-1]); end-- {
+		}
+	}
+	b.WriteString(s[last:end])
+	return b.String(), params, nil
+}
+
+// ParseDSN reads a respool DSN: the underlying driver's DSN with respool's
+// keys added, as in
+//
+//	postgres://app:pw@db:5432/app?sslmode=verify-full&respool_max_conns=20
+//	host=db dbname=app user=app password='p w' respool_max_conns=20
+//	app:pw@tcp(db:3306)/app?parseTime=true&respool_max_conns=20
+//

@@ -1,0 +1,201 @@
+package driver
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+const (
+	dsnKeyPrefix  = "respool_"
+	dsnSelfDriver = "respool" // this package's driver: it cannot wrap itself
+)
+
+// dsnKind is the type of a respool key's value.
+type dsnKind uint8
+
+const (
+	dsnInt dsnKind = iota + 1
+	dsnDuration
+	dsnBool
+	dsnString
+)
+
+// dsnKey describes one respool key: how its value is read and written and
+// which Config field holds it.
+type dsnKey struct {
+	name     string
+	kind     dsnKind
+	accepted string // for errors: what the key accepts
+	min      int    // dsnInt: the smallest value accepted
+	positive bool   // dsnDuration: zero is not accepted
+	none     bool   // dsnDuration: "none" is accepted and stored as -1 (no limit)
+	invert   bool   // dsnBool: the field holds the negation of the value
+	// field returns a pointer to the Config field: *int, *time.Duration,
+	// *bool or *string according to kind.
+	field func(c *Config) any
+}
+
+const (
+	dsnKeyDriver  = "respool_driver"
+	dsnKeyName    = "respool_name"
+	dsnKeyMinIdle = "respool_min_idle"
+)
+
+// dsnKeys lists every respool key in canonical order, the order in which
+// FormatDSN writes them.
+var dsnKeys = []dsnKey{
+	{name: dsnKeyDriver, kind: dsnString,
+		accepted: `a registered database/sql driver name other than "respool"`,
+		field:    func(c *Config) any { return &c.DriverName }},
+	{name: dsnKeyName, kind: dsnString,
+		accepted: "a name without control characters (empty: the default, respool(DRIVER))",
+		field:    func(c *Config) any { return &c.Pool.Name }},
+	{name: "respool_max_conns", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
+		field: func(c *Config) any { return &c.Pool.MaxObjects }},
+	{name: dsnKeyMinIdle, kind: dsnInt, min: 0, accepted: "an integer ≥ 0",
+		field: func(c *Config) any { return &c.Pool.MinIdle }},
+	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, none: true,
+		accepted: `a duration > 0 such as 5m, or "none" for no limit`,
+		field:    func(c *Config) any { return &c.Pool.MaxIdle }},
+	{name: "respool_max_lifetime", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 1h (0 means no limit)",
+		field:    func(c *Config) any { return &c.Pool.MaxLifetime }},
+	{name: "respool_max_lifetime_jitter", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 5m",
+		field:    func(c *Config) any { return &c.Pool.MaxLifetimeJitter }},
+	{name: "respool_max_queue", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
+		field: func(c *Config) any { return &c.Pool.MaxQueueSize }},
+	{name: "respool_max_concurrent_creates", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
+		field: func(c *Config) any { return &c.Pool.MaxConcurrentCreates }},
+	{name: "respool_create_timeout", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 10s",
+		field:    func(c *Config) any { return &c.Pool.CreateTimeout }},
+	{name: "respool_test_timeout", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 5s",
+		field:    func(c *Config) any { return &c.Pool.TestTimeout }},
+	{name: "respool_validation_interval", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 30s",
+		field:    func(c *Config) any { return &c.Pool.ValidationInterval }},
+	{name: "respool_test_query", kind: dsnString, accepted: "a string",
+		field: func(c *Config) any { return &c.TestQuery }},
+	{name: "respool_leak_detection", kind: dsnBool, invert: true,
+		accepted: "true, false, on, off, 1 or 0",
+		field:    func(c *Config) any { return &c.Pool.Leak.Disabled }},
+	{name: "respool_leak_stack", kind: dsnBool,
+		accepted: "true, false, on, off, 1 or 0",
+		field:    func(c *Config) any { return &c.Pool.Leak.CaptureStack }},
+	{name: "respool_leak_threshold", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 1m (0 turns the report off)",
+		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
+}
+
+// dsnKeyNames returns the valid keys in canonical order.
+func dsnKeyNames() []string {
+	names := make([]string, len(dsnKeys))
+	for i, k := range dsnKeys {
+		names[i] = k.name
+	}
+	return names
+}
+
+func dsnLookupKey(name string) *dsnKey {
+	for i := range dsnKeys {
+		if dsnKeys[i].name == name {
+			return &dsnKeys[i]
+		}
+	}
+	return nil
+}
+
+// parse stores v in c's field; it reports false when v is not accepted.
+func (k *dsnKey) parse(c *Config, v string) bool {
+	switch p := k.field(c).(type) {
+	case *int:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < k.min {
+			return false
+		}
+		*p = n
+	case *time.Duration:
+		if k.none && strings.EqualFold(v, "none") {
+			*p = -1
+			return true
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d == 0 && k.positive {
+			return false
+		}
+		*p = d
+	case *bool:
+		b, ok := dsnParseBool(v)
+		if !ok {
+			return false
+		}
+		*p = b != k.invert
+	case *string:
+		switch {
+		case k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver):
+			return false
+		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
+			return false
+		}
+		*p = v
+	}
+	return true
+}
+
+// format returns the value FormatDSN writes for c's field, or "" when the
+// field has its zero value.
+func (k *dsnKey) format(c *Config) string {
+	switch p := k.field(c).(type) {
+	case *int:
+		if *p != 0 {
+			return strconv.Itoa(*p)
+		}
+	case *time.Duration:
+		switch {
+		case *p < 0 && k.none:
+			return "none"
+		case *p != 0:
+			return p.String()
+		}
+	case *bool:
+		if *p {
+			return strconv.FormatBool(!k.invert)
+		}
+	case *string:
+		return *p
+	}
+	return ""
+}
+
+// logValue is format as a typed slog value; ok is false for a zero field.
+func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
+	switch p := k.field(c).(type) {
+	case *int:
+		return slog.IntValue(*p), *p != 0
+	case *time.Duration:
+		if *p < 0 && k.none {
+			return slog.StringValue("none"), true
+		}
+		return slog.DurationValue(*p), *p != 0
+	case *bool:
+		return slog.BoolValue(*p != k.invert), *p
+	case *string:
+		return slog.StringValue(*p), *p != ""
+	}
+	return slog.Value{}, false
+}
+
+func dsnParseBool(v string) (value, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "on", "1":
+		return true, true
+	case "false", "off", "0":
+		return false, true
+	}
+	return false, false
+}

@@ -1,0 +1,216 @@
+package driver
+
+import (
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/respool/respool/pool"
+)
+
+// respool's keys, and the settings the keys give. respool's keys all start
+// with "respool_" and are removed before the DSN reaches the underlying
+// driver: pgx would send an unknown key to the server as a run-time
+// parameter, go-sql-driver/mysql as a system variable. Every other parameter
+// keeps its bytes and its place (order, percent-encoding, quoting); only the
+// separators of the removed keys go, and a '?' left with an empty query.
+//
+// The keys and the fields they set (the README has types, defaults and
+// meanings); a key that is absent leaves its field at the zero value, which
+// pool.Config documents as the default:
+//
+//	respool_driver                  DriverName
+//	respool_name                    Pool.Name                  no control characters
+//	respool_max_conns               Pool.MaxObjects            integer ≥ 1
+//	respool_min_idle                Pool.MinIdle               integer ≥ 0, ≤ max_conns
+//	respool_max_idle_time           Pool.MaxIdle               duration > 0, or none (-1)
+//	respool_max_lifetime            Pool.MaxLifetime           duration ≥ 0
+//	respool_max_lifetime_jitter     Pool.MaxLifetimeJitter     duration ≥ 0
+//	respool_max_queue               Pool.MaxQueueSize          integer ≥ 1
+//	respool_max_concurrent_creates  Pool.MaxConcurrentCreates  integer ≥ 1
+//	respool_create_timeout          Pool.CreateTimeout         duration > 0
+//	respool_test_timeout            Pool.TestTimeout           duration > 0
+//	respool_validation_interval     Pool.ValidationInterval    duration > 0
+//	respool_test_query              TestQuery                  string
+//	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
+//	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
+//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration ≥ 0
+//
+// Durations are read by time.ParseDuration ("30s", "5m").
+//
+// ParseDSN reads three forms, told apart by their first bytes; the form also
+// chooses the underlying driver unless respool_driver names another:
+//
+//   - URL: the DSN starts with "postgres://" or "postgresql://"; driver
+//     "pgx". The query is found as libpq and pgx find it: a '@' before any
+//     '/' ends the user information (which may hold '?'), then come the
+//     hosts, then the first '?' starts the query. The query is split on '&';
+//     keys and values are percent-decoded, and a '+' stays a '+'.
+//   - keyword/value: after leading whitespace the DSN is empty or starts with
+//     a keyword (letters, digits, '_', '.', '-') and '=' (spaces around '='
+//     allowed), as in "host=localhost dbname=app"; driver "pgx". It is split
+//     into keyword=value elements with libpq's rules: a value is a run of
+//     non-space bytes or single-quoted, and a backslash makes the next byte
+//     literal. A removed element takes one whitespace byte after it with it
+//     (the elements that end the DSN: the whitespace before them); a DSN
+//     left with whitespace only becomes empty.
+//   - mysql: anything else, read as go-sql-driver/mysql reads
+//     [user[:password]@][net[(addr)]]/dbname[?param1=value1&...]; driver
+//     "mysql". The query starts at the first '?' after the last '/', or at
+//     the first '?' when there is no '/' (which suits other drivers' DSNs
+//     such as SQLite's "file:app.db?mode=ro"). It is split on '&' and values
+//     are decoded as URL query values (a '+' is a space).
+//
+// respool_driver=NAME changes the driver, not the form; it accepts "pgx",
+// "mysql" and any other driver registered (sql.Register) when ParseDSN is
+// called, but not "respool". A driver whose DSN fits none of the forms is
+// configured in code with Config.
+//
+// Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
+// *DSNError naming the key, its value and what is accepted, and suggesting
+// the closest key for an unknown one. A key given twice is an error. Errors
+// never hold the DSN or its password.
+func ParseDSN(dsn string) (*Config, error) {
+	form := dsnFormOf(dsn)
+	rest, params, err := dsnSplit(dsn, form)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{DriverName: dsnDefaultDriver(form), DSN: rest}
+	seen := make(map[string]bool, len(params))
+	var minIdle, driverKey *dsnParam
+	for i := range params {
+		p := &params[i]
+		k := dsnLookupKey(p.key)
+		if k == nil {
+			return nil, &DSNError{Key: p.key, Suggestion: dsnSuggest(p.key)}
+		}
+		if seen[k.name] {
+			return nil, &DSNError{Key: p.key, Value: p.value, Duplicate: true}
+		}
+		seen[k.name] = true
+		if !p.valueOK {
+			return nil, &DSNError{Key: p.key, Value: p.value, Accepted: k.accepted + ", percent-encoded"}
+		}
+		if !k.parse(c, p.value) {
+			return nil, &DSNError{Key: p.key, Value: p.value, Accepted: k.accepted}
+		}
+		switch k.name {
+		case dsnKeyMinIdle:
+			minIdle = p
+		case dsnKeyDriver:
+			driverKey = p
+		}
+	}
+	if driverKey != nil && !dsnDriverKnown(c.DriverName) {
+		return nil, &DSNError{Key: driverKey.key, Value: driverKey.value,
+			Accepted: "a registered database/sql driver: " + strings.Join(dsnKnownDrivers(), ", ")}
+	}
+	if minIdle != nil {
+		limit, what := c.Pool.MaxObjects, "respool_max_conns"
+		if limit == 0 {
+			limit, what = pool.DefaultMaxObjects(), "respool_max_conns, whose default on this machine is"
+		}
+		if c.Pool.MinIdle > limit {
+			return nil, &DSNError{Key: minIdle.key, Value: minIdle.value,
+				Accepted: fmt.Sprintf("an integer ≥ 0 and ≤ %s %d", what, limit)}
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+	}
+	return c, nil
+}
+
+// dsnDriverKnown reports whether name can make connections: "pgx" and
+// "mysql" are taken as known (this package does not import them, so they may
+// be registered later, by the program's imports), any other name must be
+// registered.
+func dsnDriverKnown(name string) bool {
+	if name == dsnSelfDriver {
+		return false
+	}
+	return name == "pgx" || name == "mysql" || slices.Contains(sql.Drivers(), name)
+}
+
+// dsnKnownDrivers lists, quoted and sorted, the drivers respool_driver
+// accepts.
+func dsnKnownDrivers() []string {
+	names := append([]string{"mysql", "pgx"}, sql.Drivers()...)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := names[:0]
+	for _, n := range names {
+		if n != dsnSelfDriver {
+			out = append(out, strconv.Quote(n))
+		}
+	}
+	return out
+}
+
+// dsnKeyAliases maps spellings that other pools use (pgxpool's pool_ keys,
+// database/sql's setters) to respool's key. They are not accepted; they only
+// lead dsnSuggest to the right key.
+var dsnKeyAliases = map[string]string{
+	"respool_max_connections":          "respool_max_conns",
+	"respool_max_open_conns":           "respool_max_conns",
+	"respool_pool_max_conns":           "respool_max_conns",
+	"respool_min_conns":                "respool_min_idle",
+	"respool_min_idle_conns":           "respool_min_idle",
+	"respool_max_idle_conns":           "respool_min_idle",
+	"respool_idle_timeout":             "respool_max_idle_time",
+	"respool_max_conn_idle_time":       "respool_max_idle_time",
+	"respool_conn_max_idle_time":       "respool_max_idle_time",
+	"respool_max_conn_lifetime":        "respool_max_lifetime",
+	"respool_conn_max_lifetime":        "respool_max_lifetime",
+	"respool_max_conn_lifetime_jitter": "respool_max_lifetime_jitter",
+	"respool_health_check_period":      "respool_validation_interval",
+	"respool_connect_timeout":          "respool_create_timeout",
+}
+
+// dsnSuggest returns the valid key closest to key by edit distance (through
+// dsnKeyAliases too), or "" when none is close.
+func dsnSuggest(key string) string {
+	k := strings.ToLower(key)
+	best, bestDist := "", -1
+	consider := func(candidate, suggestion string) {
+		if d := dsnEditDistance(k, candidate); bestDist < 0 || d < bestDist {
+			best, bestDist = suggestion, d
+		}
+	}
+	for _, name := range dsnKeyNames() {
+		consider(name, name)
+	}
+	aliases := slices.Sorted(maps.Keys(dsnKeyAliases))
+	for _, alias := range aliases {
+		consider(alias, dsnKeyAliases[alias])
+	}
+	if bestDist <= max(2, len(k)/5) {
+		return best
+	}
+	return ""
+}
+
+// dsnEditDistance is the Levenshtein distance between a and b, in bytes.
+func dsnEditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
