@@ -13,9 +13,12 @@ import (
 // when database/sql puts it in its idle list (IsValid), the real connection
 // goes back to respool's pool and the conn keeps nothing but its shell;
 // when database/sql takes it again (ResetSession), it takes a connection
-// from the pool, bounded by the caller's context and subject to the pool's
-// queue. So database/sql's idle list holds no connection, and respool's pool
-// alone decides how many exist, how long they idle, who waits and who leaked.
+// from the pool (Connector.take: bounded by the caller's context, subject to
+// the pool's queue, and checked by the real driver's ResetSession). So
+// database/sql's idle list holds no connection, and respool's pool alone
+// decides how many exist, how long they idle, who waits and who leaked.
+//
+// Giving a connection back does no I/O: it cannot block.
 //
 // Every method delegates to the real connection; its errors pass through
 // unchanged. database/sql serialises every call on a conn (its driverConn's
@@ -23,7 +26,8 @@ import (
 type conn struct {
 	c      *Connector
 	h      pool.Handle[driver.Conn]
-	inner  driver.Conn // nil while detached
+	pc     *physConn   // the attached connection; nil while detached
+	inner  driver.Conn // pc's real connection; nil while detached
 	broken bool        // the attached connection failed with driver.ErrBadConn
 	stmts  []*stmt     // prepared on the attached connection; closed before it goes back
 	closed bool
@@ -63,37 +67,35 @@ func (c *conn) check(err error) error {
 // that database/sql drops the shell and ends with Connector.Connect, which
 // returns the pool's own error to the caller.
 func (c *conn) attach(ctx context.Context) error {
-	h, err := c.c.pool.Take(ctx)
+	h, pc, err := c.c.take(ctx)
 	if err != nil {
 		return driver.ErrBadConn
 	}
-	c.h, c.inner = h, h.Value()
+	c.setAttached(h, pc)
 	return nil
 }
 
+func (c *conn) setAttached(h pool.Handle[driver.Conn], pc *physConn) {
+	c.h, c.pc, c.inner = h, pc, pc.Conn
+}
+
 // release gives the attached connection back to the pool, after closing the
-// statements prepared on it, or discards it when it is broken or the real
-// driver's ResetSession refuses it (pgx refuses a connection left inside a
-// transaction). GiveBack validates it too (driver.Validator). The conn is
-// then a detached shell.
+// statements prepared on it, or discards it when it is broken. GiveBack
+// validates it too (driver.Validator). Nothing here waits on the network:
+// the real driver's ResetSession runs when the connection is next taken
+// (Connector.take). The conn is then a detached shell.
 func (c *conn) release() error {
 	for _, s := range c.stmts {
 		s.closeInner()
 	}
 	clear(c.stmts)
 	c.stmts = c.stmts[:0]
-	p, h := c.c.pool, c.h
-	broken := c.broken || c.resetFailed()
-	c.h, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, false
+	p, h, broken := c.c.pool, c.h, c.broken
+	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
 	if broken {
 		return p.Discard(h)
 	}
 	return p.GiveBack(h)
-}
-
-func (c *conn) resetFailed() bool {
-	sr, ok := c.inner.(driver.SessionResetter)
-	return ok && sr.ResetSession(context.Background()) != nil
 }
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
@@ -197,7 +199,9 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // ResetSession is called by database/sql before it reuses an idle conn: the
-// conn takes a connection from the pool. On an attached conn it asks the
+// conn takes a connection from the pool, which the real driver's
+// ResetSession checks (Connector.take). On an attached conn (not reached
+// through database/sql, which detaches a conn as it goes idle) it asks the
 // real connection whether its session can be reused.
 func (c *conn) ResetSession(ctx context.Context) error {
 	if c.inner == nil {
@@ -206,8 +210,9 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if c.broken {
 		return driver.ErrBadConn
 	}
-	if sr, ok := c.inner.(driver.SessionResetter); ok {
-		return c.check(sr.ResetSession(ctx))
+	if err := c.c.reset(ctx, c.pc); err != nil {
+		c.broken = true
+		return driver.ErrBadConn
 	}
 	return nil
 }

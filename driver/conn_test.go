@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
@@ -243,7 +244,10 @@ func TestBadConnOnEveryAttempt(t *testing.T) {
 	checkPool(t, c, 3, 3, 0)
 }
 
-func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
+// The real driver's ResetSession runs when a connection is taken again, not
+// when it is given back: a session it refuses is discarded then, and the
+// caller gets another connection.
+func TestResetSessionFailureDiscardsOnReuse(t *testing.T) {
 	for _, resetErr := range []error{errors.New("session cannot be reset"), sqldriver.ErrBadConn} {
 		t.Run(resetErr.Error(), func(t *testing.T) {
 			m := newMock(t)
@@ -264,13 +268,20 @@ func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
 			if err := sc.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			checkPool(t, c, 1, 1, 0)
-			if !first.closed.Load() {
-				t.Error("a connection whose session cannot be reset was not closed")
+			if n := len(first.resetCalls()); n != 0 {
+				t.Errorf("ResetSession called %d times by the first use and its give-back; want 0 (a new connection needs no reset)", n)
 			}
+			checkPool(t, c, 1, 0, 1) // given back as it is
 
 			if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
 				t.Fatalf("next query = %d, %v", n, err)
+			}
+			if n := len(first.resetCalls()); n != 1 {
+				t.Errorf("ResetSession called %d times when the connection was taken again; want 1", n)
+			}
+			checkPool(t, c, 2, 1, 1)
+			if !first.closed.Load() {
+				t.Error("a connection whose session cannot be reset was not closed")
 			}
 			if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
 				t.Errorf("connections serving each query %v; want %v", got, want)
@@ -278,6 +289,136 @@ func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
 			m.met(t)
 		})
 	}
+}
+
+type ctxKey struct{}
+
+// ResetSession gets the caller's context: its values, and its deadline when
+// that is sooner than the pool's TestTimeout; without a deadline, it is
+// bounded by TestTimeout. Both ways a shell is given a connection are
+// checked: database/sql reusing an idle shell (conn.ResetSession) and
+// database/sql asking for a new one (Connector.Connect).
+func TestResetSessionGetsTheCallersContext(t *testing.T) {
+	for _, path := range []string{"idle shell", "Connect"} {
+		t.Run(path, func(t *testing.T) {
+			m := newMock(t)
+			m.expectInt("SELECT 1", 1)
+			m.expectInt("SELECT 2", 2)
+			m.expectInt("SELECT 3", 3)
+			const testTimeout = time.Hour
+			db, _, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1, TestTimeout: testTimeout})
+			if path == "Connect" {
+				db.SetMaxIdleConns(-1) // database/sql keeps no shell: every use calls Connect
+			}
+			if _, err := queryInt(context.Background(), db, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			first := fc.conn(t, 1)
+
+			ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "caller"), time.Minute)
+			defer cancel()
+			want, _ := ctx.Deadline()
+			if _, err := queryInt(ctx, db, "SELECT 2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := queryInt(context.Background(), db, "SELECT 3"); err != nil {
+				t.Fatal(err)
+			}
+			calls := first.resetCalls()
+			if len(calls) != 2 {
+				t.Fatalf("ResetSession called %d times; want 2 (once per reuse)", len(calls))
+			}
+			if v := calls[0].Value(ctxKey{}); v != "caller" {
+				t.Errorf("ResetSession's context has value %v; want the caller's", v)
+			}
+			if d, ok := calls[0].Deadline(); !ok || !d.Equal(want) {
+				t.Errorf("ResetSession's deadline %v (%v); want the caller's, %v", d, ok, want)
+			}
+			if d, ok := calls[1].Deadline(); !ok || time.Until(d) > testTimeout {
+				t.Errorf("ResetSession's deadline without the caller's: %v (%v); want at most TestTimeout from now", d, ok)
+			}
+			if fc.made() != 1 {
+				t.Errorf("%d connections made; want 1", fc.made())
+			}
+			m.met(t)
+		})
+	}
+}
+
+// A ResetSession that hangs (a ping on a network that stopped) is cut at
+// TestTimeout for a caller without a deadline; the connection is discarded
+// and the caller served by a new one. Giving a connection back never waits.
+func TestHangingResetSessionIsBoundedAndDiscarded(t *testing.T) {
+	m := newMock(t)
+	m.expectInt("SELECT 1", 1)
+	m.expectInt("SELECT 2", 2)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1, TestTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	fc.conn(t, 1).setResetHangs()
+	if err := sc.Close(); err != nil { // would hang if the give-back reset the session
+		t.Fatal(err)
+	}
+	if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+		t.Fatalf("query after a hanging reset = %d, %v", n, err)
+	}
+	if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
+		t.Errorf("connections serving each query %v; want %v", got, want)
+	}
+	checkPool(t, c, 2, 1, 1)
+	m.met(t)
+}
+
+// After the server ended every idle session, the next use finds each dead
+// connection as it is taken and discards it: no query fails.
+func TestDeadIdleConnectionsAreDiscardedWhenTaken(t *testing.T) {
+	m := newMock(t)
+	const n = 3
+	for i := range n {
+		m.expectInt("SELECT n", i)
+	}
+	m.expectInt("SELECT 9", 9)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: n})
+	ctx := context.Background()
+	var held []*sql.Conn
+	for i := range n {
+		sc, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := queryIntOn(ctx, sc, "SELECT n"); err != nil || got != i {
+			t.Fatalf("query %d = %d, %v", i, got, err)
+		}
+		held = append(held, sc)
+	}
+	for _, sc := range held {
+		if err := sc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := 1; id <= n; id++ {
+		fc.conn(t, id).setResetErr(sqldriver.ErrBadConn) // ended by the server
+	}
+	if got, err := queryInt(ctx, db, "SELECT 9"); err != nil || got != 9 {
+		t.Fatalf("query after the server ended the idle sessions = %d, %v", got, err)
+	}
+	if served := fc.servedBy(); served[len(served)-1] != n+1 {
+		t.Errorf("connections serving each query %v; want the last on a new connection %d", served, n+1)
+	}
+	checkPool(t, c, n+1, n, 1)
+	m.met(t)
+}
+
+func queryIntOn(ctx context.Context, sc *sql.Conn, query string) (int, error) {
+	var n int
+	err := sc.QueryRowContext(ctx, query).Scan(&n)
+	return n, err
 }
 
 func TestInvalidConnDestroyedOnGiveBack(t *testing.T) {

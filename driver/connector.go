@@ -20,7 +20,9 @@ const closeTimeout = 30 * time.Second
 // Connector is a driver.Connector whose connections come from a respool
 // pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
 type Connector struct {
-	pool *pool.Pool[driver.Conn] // of the real driver's connections
+	pool        *pool.Pool[driver.Conn] // of *physConn
+	testTimeout time.Duration           // the pool's TestTimeout
+	maxObjects  int                     // the pool's MaxObjects
 }
 
 var (
@@ -41,11 +43,12 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(cfg) + ")"
 	}
-	p, err := pool.New[driver.Conn](factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, pc)
+	p, err := pool.New[driver.Conn](physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}}, pc)
 	if err != nil {
 		return nil, err
 	}
-	return &Connector{pool: p}, nil
+	pcfg := p.Config()
+	return &Connector{pool: p, testTimeout: pcfg.TestTimeout, maxObjects: pcfg.MaxObjects}, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
@@ -109,11 +112,12 @@ func (c redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, redactError(err, c.dsn)
 }
 
-// Connect takes a connection from the pool. A refused or failed take returns
-// the pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or
-// the real driver's own error when making a connection failed.
+// Connect takes a connection from the pool (see conn.ResetSession for what
+// is checked). A refused or failed take returns the pool's error
+// (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or the real driver's
+// own error when making a connection failed.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	h, err := c.pool.Take(ctx)
+	h, pc, err := c.take(ctx)
 	if err != nil {
 		var ce *pool.CreateError
 		if errors.As(err, &ce) {
@@ -121,7 +125,9 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 		return nil, err
 	}
-	return &conn{c: c, h: h, inner: h.Value()}, nil
+	cn := &conn{c: c}
+	cn.setAttached(h, pc)
+	return cn, nil
 }
 
 // Driver returns respool's Driver.
@@ -131,8 +137,8 @@ func (c *Connector) Driver() driver.Driver { return Driver{} }
 // unlike sql.DB.Stats, which sees connections only while they are in use.
 func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
-// Pool returns the connector's pool, for those who want its Config or to
-// take connections directly.
+// Pool returns the connector's pool, for its Config. Its objects are
+// respool's, each holding a real driver's connection.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
 // Close closes the pool; sql.DB.Close calls it. It waits, at most 30 s, for

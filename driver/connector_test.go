@@ -184,10 +184,12 @@ type faultConn struct {
 	dead   atomic.Bool // every operation fails with driver.ErrBadConn, the server having gone
 	closed atomic.Bool
 
-	mu       sync.Mutex
-	resetErr error               // what ResetSession returns; guarded by mu
-	txOpts   sqldriver.TxOptions // of the last BeginTx; guarded by mu
-	begun    int                 // BeginTx calls; guarded by mu
+	mu         sync.Mutex
+	resetErr   error               // what ResetSession returns; guarded by mu
+	resetHangs bool                // ResetSession waits for its context to end, as on a stopped network; guarded by mu
+	resets     []context.Context   // of every ResetSession call; guarded by mu
+	txOpts     sqldriver.TxOptions // of the last BeginTx; guarded by mu
+	begun      int                 // BeginTx calls; guarded by mu
 }
 
 var (
@@ -291,10 +293,29 @@ func (c *faultConn) CheckNamedValue(nv *sqldriver.NamedValue) error {
 	return c.inner.(sqldriver.NamedValueChecker).CheckNamedValue(nv)
 }
 
-func (c *faultConn) ResetSession(context.Context) error {
+func (c *faultConn) ResetSession(ctx context.Context) error {
+	c.mu.Lock()
+	c.resets = append(c.resets, ctx)
+	hangs, err := c.resetHangs, c.resetErr
+	c.mu.Unlock()
+	if hangs {
+		<-ctx.Done()
+		return sqldriver.ErrBadConn // as pgx reports a ping cut short
+	}
+	return err
+}
+
+// resetCalls returns the contexts of the ResetSession calls so far.
+func (c *faultConn) resetCalls() []context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.resetErr
+	return append([]context.Context(nil), c.resets...)
+}
+
+func (c *faultConn) setResetHangs() {
+	c.mu.Lock()
+	c.resetHangs = true
+	c.mu.Unlock()
 }
 
 func (c *faultConn) IsValid() bool { return c.valid.Load() }

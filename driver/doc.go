@@ -20,6 +20,18 @@
 // a connection from the pool again. The number of physical connections, the
 // idle timeout, the wait queue and leak detection are respool's alone, and the
 // pool's Stats (Connector.Stats) tell the truth; sql.DB.Stats counts shells.
+//
+// # Reuse and give-back
+//
+// A connection taken for reuse is checked first, with the caller's context,
+// by the real driver's ResetSession (pgx pings a connection that idled and
+// refuses one left inside a transaction; go-sql-driver/mysql notices a
+// connection the server closed); one it refuses is closed and another taken,
+// so that sessions the server ended (a restart, pg_terminate_backend, KILL,
+// an idle timeout) fail no query. The check waits at most the pool's
+// TestTimeout. Giving a connection back does no I/O, so it cannot hang on a
+// network that stopped.
+//
 // A statement prepared through *sql.DB is prepared again on the connection
 // that serves each use, and closed before that connection goes back.
 // A Take refused because the wait queue is full reaches the caller of
