@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/respool/respool/pool"
 )
@@ -30,6 +31,10 @@ type Config struct {
 	Pool pool.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
+	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
+	// for connections still in use to come back and be closed. Zero means
+	// no wait: Close returns at once and they are closed as they come back.
+	CloseTimeout time.Duration
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector
