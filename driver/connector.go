@@ -13,16 +13,13 @@ import (
 	"github.com/respool/respool/pool"
 )
 
-// closeTimeout bounds how long Connector.Close waits for connections still
-// in use to come back.
-const closeTimeout = 30 * time.Second
-
 // Connector is a driver.Connector whose connections come from a respool
 // pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
 type Connector struct {
-	pool        *pool.Pool[driver.Conn] // of *physConn
-	testTimeout time.Duration           // the pool's TestTimeout
-	maxObjects  int                     // the pool's MaxObjects
+	pool         *pool.Pool[driver.Conn] // of *physConn
+	testTimeout  time.Duration           // the pool's TestTimeout
+	maxObjects   int                     // the pool's MaxObjects
+	closeTimeout time.Duration           // Config.CloseTimeout
 }
 
 var (
@@ -48,7 +45,8 @@ func NewConnector(cfg Config) (*Connector, error) {
 		return nil, err
 	}
 	pcfg := p.Config()
-	return &Connector{pool: p, testTimeout: pcfg.TestTimeout, maxObjects: pcfg.MaxObjects}, nil
+	return &Connector{pool: p, testTimeout: pcfg.TestTimeout, maxObjects: pcfg.MaxObjects,
+		closeTimeout: cfg.CloseTimeout}, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
@@ -141,10 +139,19 @@ func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 // respool's, each holding a real driver's connection.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
-// Close closes the pool; sql.DB.Close calls it. It waits, at most 30 s, for
-// connections still in use to come back.
+// Close closes the pool; sql.DB.Close calls it. It returns at once, as
+// database/sql does with the plain drivers: new takes fail with
+// pool.ErrClosed, idle connections are closed, and connections still in use
+// are closed as they come back (a lost one when the leak detector finds it).
+// With Config.CloseTimeout it waits that long for the last connection to be
+// closed, and returns the pool's error, matching context.DeadlineExceeded,
+// if some are still in use then.
 func (c *Connector) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	if c.closeTimeout <= 0 {
+		c.pool.StartClose()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
 	return c.pool.Close(ctx)
 }

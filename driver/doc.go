@@ -32,6 +32,11 @@
 // TestTimeout. Giving a connection back does no I/O, so it cannot hang on a
 // network that stopped.
 //
+// sql.DB.Close returns at once, as it does with the plain drivers: idle
+// connections are closed, connections in use are closed as they come back,
+// and a lost one when the leak detector finds it. Config.CloseTimeout makes
+// Close wait for the last one, within that bound.
+//
 // A statement prepared through *sql.DB is prepared again on the connection
 // that serves each use, and closed before that connection goes back.
 // A Take refused because the wait queue is full reaches the caller of
