@@ -35,6 +35,12 @@ type Config struct {
 	// for connections still in use to come back and be closed. Zero means
 	// no wait: Close returns at once and they are closed as they come back.
 	CloseTimeout time.Duration
+	// LeakAsGiven makes NewConnector use Pool.Leak exactly as given. Without
+	// it, NewConnector applies the database/sql path's leak defaults:
+	// stacks are recorded (Pool.Leak.CaptureStack) and, when
+	// Pool.Leak.HoldThreshold is zero, DefaultHoldThreshold reports a
+	// connection held longer.
+	LeakAsGiven bool
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector
