@@ -293,9 +293,8 @@ func TestResetSessionFailureDiscardsOnReuse(t *testing.T) {
 
 type ctxKey struct{}
 
-// ResetSession gets the caller's context: its values, and its deadline when
-// that is sooner than the pool's TestTimeout; without a deadline, it is
-// bounded by TestTimeout. Both ways a shell is given a connection are
+// ResetSession gets the caller's context: its values and its deadline; a
+// context that cannot end is bounded by TestTimeout, its values kept. Both ways a shell is given a connection are
 // checked: database/sql reusing an idle shell (conn.ResetSession) and
 // database/sql asking for a new one (Connector.Connect).
 func TestResetSessionGetsTheCallersContext(t *testing.T) {
@@ -321,7 +320,7 @@ func TestResetSessionGetsTheCallersContext(t *testing.T) {
 			if _, err := queryInt(ctx, db, "SELECT 2"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := queryInt(context.Background(), db, "SELECT 3"); err != nil {
+			if _, err := queryInt(context.WithValue(context.Background(), ctxKey{}, "no deadline"), db, "SELECT 3"); err != nil {
 				t.Fatal(err)
 			}
 			calls := first.resetCalls()
@@ -336,6 +335,9 @@ func TestResetSessionGetsTheCallersContext(t *testing.T) {
 			}
 			if d, ok := calls[1].Deadline(); !ok || time.Until(d) > testTimeout {
 				t.Errorf("ResetSession's deadline without the caller's: %v (%v); want at most TestTimeout from now", d, ok)
+			}
+			if v := calls[1].Value(ctxKey{}); v != "no deadline" {
+				t.Errorf("ResetSession's context without a deadline has value %v; want the caller's", v)
 			}
 			if fc.made() != 1 {
 				t.Errorf("%d connections made; want 1", fc.made())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/respool/respool/factory"
@@ -20,6 +21,8 @@ type Connector struct {
 	testTimeout  time.Duration           // the pool's TestTimeout
 	maxObjects   int                     // the pool's MaxObjects
 	closeTimeout time.Duration           // Config.CloseTimeout
+
+	resetBound atomic.Pointer[sharedBound] // see bound
 }
 
 var (
@@ -27,7 +30,23 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
+// DefaultHoldThreshold is the database/sql path's default of
+// Pool.Leak.HoldThreshold: a connection held longer is reported once as
+// HELD-TOO-LONG, with the stack of the code that took it. It is longer than
+// a request or a query is expected to hold a connection; a job that holds
+// one on purpose for longer (a long transaction, a LISTEN loop on a
+// *sql.Conn) raises it.
+const DefaultHoldThreshold = 5 * time.Minute
+
 // NewConnector validates cfg and starts its pool.
+//
+// Unless cfg.LeakAsGiven is set, it applies the database/sql path's leak
+// defaults, which differ from pool.Config's so that leaks made through
+// database/sql are reported out of the box: the stack of the code that takes
+// each connection is recorded (Pool.Leak.CaptureStack), and a zero
+// Pool.Leak.HoldThreshold means DefaultHoldThreshold. A *sql.Rows dropped
+// without Close is then reported by the garbage collector, and a *sql.Tx or
+// *sql.Conn never ended by hold time (see the package documentation).
 func NewConnector(cfg Config) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -39,6 +58,12 @@ func NewConnector(cfg Config) (*Connector, error) {
 	pc := cfg.Pool
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(cfg) + ")"
+	}
+	if !cfg.LeakAsGiven {
+		pc.Leak.CaptureStack = true
+		if pc.Leak.HoldThreshold == 0 {
+			pc.Leak.HoldThreshold = DefaultHoldThreshold
+		}
 	}
 	p, err := pool.New[driver.Conn](physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}}, pc)
 	if err != nil {
@@ -147,6 +172,9 @@ func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 // closed, and returns the pool's error, matching context.DeadlineExceeded,
 // if some are still in use then.
 func (c *Connector) Close() error {
+	if b := c.resetBound.Load(); b != nil {
+		defer b.cancel()
+	}
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
 		return nil

@@ -42,6 +42,25 @@
 // A Take refused because the wait queue is full reaches the caller of
 // QueryContext as an error for which errors.Is(err, pool.ErrQueueFull) holds.
 //
+// # Leaks
+//
+// database/sql keeps every connection it has open reachable, so a leak made
+// through it is found in one of two ways (NewConnector's defaults record the
+// stack of the code that takes each connection, for both reports):
+//
+//   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
+//     query whose context cannot end, is found by the garbage collector:
+//     while rows are open, the pool's Handle is held by respool's rows, which
+//     only the *sql.Rows reaches. Within two collections it is reported as
+//     LEAK-DETECTED with the stack of the code that ran the query, its
+//     connection is closed and its slot freed. (database/sql closes the
+//     rows of a query whose context can end when that context ends.)
+//   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql
+//     (the Tx's goroutine watching its context; the DB's list of open
+//     connections), so no collector finds it: it is reported once as
+//     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
+//     (DefaultHoldThreshold, 5m, on this path), and keeps its connection.
+//
 // # Errors
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,

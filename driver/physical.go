@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"database/sql/driver"
+	"sync/atomic"
 
 	"github.com/respool/respool/factory"
 )
@@ -17,6 +18,11 @@ type physConn struct {
 	// used is false until the connection is first taken: a connection just
 	// made needs no reset, as database/sql resets only connections it reuses.
 	used bool
+
+	// shell is the conn the connection is attached to, if any: read by
+	// Destroy, which the pool may call from another goroutine when it
+	// reclaims the connection as leaked (see conn.reclaim).
+	shell atomic.Pointer[conn]
 }
 
 // physFactory is the pool's factory: factory.Connector's life cycle applied
@@ -41,4 +47,15 @@ func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
 	return f.real.Test(ctx, c.(*physConn).Conn)
 }
 
-func (f physFactory) Destroy(c driver.Conn) error { return f.real.Destroy(c.(*physConn).Conn) }
+// Destroy closes the real connection. A connection still attached to a conn
+// is one the pool reclaims as leaked (its Handle was lost with the rows that
+// held it; a conn gives a connection back before it detaches): the conn is
+// told, and the connection closed under its lock.
+func (f physFactory) Destroy(c driver.Conn) error {
+	pc := c.(*physConn)
+	closeConn := func() error { return f.real.Destroy(pc.Conn) }
+	if shell := pc.shell.Load(); shell != nil {
+		return shell.reclaim(pc, closeConn)
+	}
+	return closeConn()
+}

@@ -11,9 +11,7 @@ import (
 // lives on the connection the conn had when it was prepared and is closed
 // when that connection goes back to the pool; the next use prepares it again
 // on the connection the conn has then. It is watched for driver.ErrBadConn
-// like tx. Rows are not wrapped (a query's hot path); drivers that lose a
-// connection while reading rows mark it invalid themselves
-// (driver.Validator), which the pool checks on give-back.
+// like tx, and its rows hold the Handle like the conn's (see rows).
 type stmt struct {
 	c        *conn
 	query    string
@@ -28,13 +26,14 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-// ready makes sure s is prepared on its conn's current connection.
+// ready makes sure s is prepared on its conn's current connection. Call it
+// with the conn locked.
 func (s *stmt) ready(ctx context.Context) error {
+	if err := s.c.ready(); err != nil {
+		return err
+	}
 	if s.inner != nil {
 		return nil
-	}
-	if s.c.inner == nil {
-		return errDetached
 	}
 	inner, err := s.c.prepare(ctx, s.query)
 	if err != nil {
@@ -54,6 +53,8 @@ func (s *stmt) closeInner() {
 }
 
 func (s *stmt) Close() error {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
 	if s.inner == nil {
 		return nil
 	}
@@ -71,6 +72,12 @@ func (s *stmt) NumInput() int { return s.numInput }
 //
 // Deprecated: database/sql calls ExecContext.
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	return s.execValues(args)
+}
+
+func (s *stmt) execValues(args []driver.Value) (driver.Result, error) {
 	if err := s.ready(context.Background()); err != nil {
 		return nil, err
 	}
@@ -82,14 +89,25 @@ func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
 //
 // Deprecated: database/sql calls QueryContext.
 func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	return s.queryValues(args)
+}
+
+func (s *stmt) queryValues(args []driver.Value) (driver.Rows, error) {
 	if err := s.ready(context.Background()); err != nil {
 		return nil, err
 	}
 	r, err := s.inner.Query(args)
-	return r, s.c.check(err)
+	if err != nil {
+		return nil, s.c.check(err)
+	}
+	return s.c.lend(r), nil
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -101,31 +119,38 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
-	return s.Exec(values)
+	return s.execValues(values)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	if qc, ok := s.inner.(driver.StmtQueryContext); ok {
 		r, err := qc.QueryContext(ctx, args)
-		return r, s.c.check(err)
+		if err != nil {
+			return nil, s.c.check(err)
+		}
+		return s.c.lend(r), nil
 	}
 	values, err := plainValues(ctx, args)
 	if err != nil {
 		return nil, err
 	}
-	return s.Query(values)
+	return s.queryValues(values)
 }
 
 // CheckNamedValue asks the statement's checker, else the connection's, as
 // database/sql would have without the wrapper.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
 	if nc, ok := s.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)
 	}
-	return s.c.CheckNamedValue(nv)
+	return s.c.checkNamedValue(nv)
 }
 
 // plainValues converts args for a driver without the context interfaces,

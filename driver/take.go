@@ -39,8 +39,8 @@ func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], *physCo
 }
 
 // reset runs the real driver's ResetSession on pc, with ctx's values and
-// bound, and at most the pool's TestTimeout: a reset that pings must not
-// hang on a network that stopped. Like database/sql, it skips a connection
+// bound, or at most the pool's TestTimeout when ctx cannot end (see bound):
+// a reset that pings must not hang on a network that stopped. Like database/sql, it skips a connection
 // just made. Unlike database/sql, which discards a connection only on
 // driver.ErrBadConn and ignores other errors, any error keeps the connection
 // from reuse: a session that could not be reset is not safe to hand out.
@@ -53,15 +53,51 @@ func (c *Connector) reset(ctx context.Context, pc *physConn) error {
 	if !ok {
 		return nil
 	}
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	return sr.ResetSession(ctx)
+	return sr.ResetSession(c.bound(ctx))
 }
 
-// bound returns ctx, ending at most the pool's TestTimeout from now.
-func (c *Connector) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.testTimeout {
-		return ctx, func() {}
+// bound returns ctx for a reset, with at most the pool's TestTimeout left
+// when ctx cannot end by itself. A context that can end (a deadline, a
+// cancel) is the caller's bound and used as it is: "a caller's call returns
+// within its own deadline". One that cannot (context.Background, or values
+// on it) gets the deadline of a context shared by such takes and renewed
+// every half TestTimeout, so that a take allocates no timer.
+func (c *Connector) bound(ctx context.Context) context.Context {
+	if ctx.Done() != nil {
+		return ctx
 	}
-	return context.WithTimeout(ctx, c.testTimeout)
+	shared := c.sharedBound()
+	if ctx == context.Background() || ctx == context.TODO() {
+		return shared
+	}
+	return boundValues{Context: shared, values: ctx}
 }
+
+// sharedBound returns a context that ends between half a TestTimeout and a
+// TestTimeout from now.
+func (c *Connector) sharedBound() context.Context {
+	now := time.Now()
+	if b := c.resetBound.Load(); b != nil && now.Before(b.renewAt) {
+		return b.ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(c.testTimeout))
+	// The one it replaces may be in use: it ends by its deadline.
+	c.resetBound.Store(&sharedBound{ctx: ctx, cancel: cancel, renewAt: now.Add(c.testTimeout / 2)})
+	return ctx
+}
+
+// sharedBound is a deadline shared by resets whose callers' contexts cannot
+// end (see Connector.bound).
+type sharedBound struct {
+	ctx     context.Context
+	cancel  context.CancelFunc // called by Connector.Close; otherwise the deadline ends it
+	renewAt time.Time
+}
+
+// boundValues is a context's values with a shared bound's deadline.
+type boundValues struct {
+	context.Context                 // the shared bound: Deadline, Done, Err
+	values          context.Context // the caller's, which cannot end
+}
+
+func (b boundValues) Value(key any) any { return b.values.Value(key) }

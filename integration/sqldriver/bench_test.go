@@ -7,8 +7,36 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	_ "github.com/respool/respool/driver"
+	"github.com/respool/respool/driver"
 )
+
+// sqlPools are the database/sql pools the benchmarks compare: respool's
+// driver as sql.Open makes it (leak tracking with stacks), respool's driver
+// without stacks, and pgx's stdlib driver.
+func sqlPools() []struct {
+	name string
+	open func() (*sql.DB, error)
+} {
+	return []struct {
+		name string
+		open func() (*sql.DB, error)
+	}{
+		{"respool", func() (*sql.DB, error) { return sql.Open("respool", withKeys(pg, "respool_max_conns=8")) }},
+		{"respool-nostack", func() (*sql.DB, error) {
+			cfg, err := driver.ParseDSN(withKeys(pg, "respool_max_conns=8"))
+			if err != nil {
+				return nil, err
+			}
+			cfg.LeakAsGiven = true // GC leak tracking, no stacks, no hold threshold
+			c, err := driver.NewConnector(*cfg)
+			if err != nil {
+				return nil, err
+			}
+			return sql.OpenDB(c), nil
+		}},
+		{"pgx-stdlib", func() (*sql.DB, error) { return sql.Open("pgx", pg.DSN()) }},
+	}
+}
 
 // BenchmarkSelect1 runs SELECT 1 on the same PostgreSQL server through
 // respool's database/sql driver, through database/sql with pgx's stdlib
@@ -17,14 +45,10 @@ import (
 func BenchmarkSelect1(b *testing.B) {
 	ctx := context.Background()
 	const conns = 8
-	sqlPools := []struct{ name, driver, dsn string }{
-		{"respool", "respool", withKeys(pg, "respool_max_conns=8&respool_leak_detection=true")},
-		{"pgx-stdlib", "pgx", pg.DSN()},
-	}
 	for _, mode := range []string{"serial", "parallel"} {
-		for _, sp := range sqlPools {
+		for _, sp := range sqlPools() {
 			b.Run(mode+"/pool="+sp.name, func(b *testing.B) {
-				db, err := sql.Open(sp.driver, sp.dsn)
+				db, err := sp.open()
 				if err != nil {
 					b.Fatal(err)
 				}
