@@ -34,7 +34,6 @@ type conn struct {
 	pc     *physConn                // the attached connection; nil while detached
 	inner  driver.Conn              // pc's real connection; nil while detached
 	broken bool                     // the attached connection failed with driver.ErrBadConn
-	stmts  []*stmt                  // prepared on the attached connection; closed before it goes back
 	closed bool
 
 	// lent is set while rows hold the Handle; written under mu. Once the
@@ -132,19 +131,14 @@ func (c *conn) setAttached(h pool.Handle[driver.Conn], pc *physConn) {
 	pc.shell.Store(c)
 }
 
-// release gives the attached connection back to the pool, after closing the
-// statements prepared on it, or discards it when it is broken. GiveBack
+// release gives the attached connection back to the pool, or discards it
+// when it is broken. GiveBack
 // validates it too (driver.Validator). Nothing here waits on the network:
 // the real driver's ResetSession runs when the connection is next taken
 // (Connector.take). The conn is then a detached shell. If rows still hold
 // the Handle (not done through database/sql), they give it back as they
 // close.
 func (c *conn) release() error {
-	for _, s := range c.stmts {
-		s.closeInner()
-	}
-	clear(c.stmts)
-	c.stmts = c.stmts[:0]
 	p, h, broken := c.c.pool, c.h, c.broken
 	c.pc.shell.Store(nil)
 	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
@@ -194,13 +188,12 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
-	inner, err := c.prepare(ctx, query)
+	inner, err := c.pc.stmts.get(ctx, query, c.prepare)
 	if err != nil {
 		return nil, err
 	}
-	s := &stmt{c: c, query: query, inner: inner, numInput: inner.NumInput()}
-	c.stmts = append(c.stmts, s)
-	return s, nil
+	c.c.stmts.opened(query)
+	return &stmt{c: c, query: query, numInput: inner.NumInput()}, nil
 }
 
 // prepare prepares query on the attached connection.

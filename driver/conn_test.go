@@ -13,6 +13,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 
+	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -687,13 +688,14 @@ func TestRawConnIsTheRespoolConn(t *testing.T) {
 	}
 }
 
-// A statement prepared through *sql.DB is closed on its connection before
-// the connection goes back to the pool, and prepared again on the next use.
-func TestStatementsAreClosedBeforeTheirConnectionGoesBack(t *testing.T) {
+// A statement prepared through *sql.DB is prepared once on its connection
+// and kept there across the connection's trips back to the pool; closing the
+// *sql.Stmt closes it there.
+func TestStatementIsPreparedOncePerConnection(t *testing.T) {
 	m := newMock(t)
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed() // by db.PrepareContext; closed as its connection goes back
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+	ep := m.mock.ExpectPrepare("SELECT n").WillBeClosed()
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
 	db, c := openMockDB(t, m, pool.Config{MaxObjects: 1})
 	ctx := context.Background()
 	stmt, err := db.PrepareContext(ctx, "SELECT n")
@@ -709,8 +711,112 @@ func TestStatementsAreClosedBeforeTheirConnectionGoesBack(t *testing.T) {
 	if err := stmt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	m.met(t) // both prepared statements were closed
+	m.mock.ExpectPing()
+	if err := db.PingContext(ctx); err != nil { // takes the connection: the statement is closed
+		t.Fatal(err)
+	}
+	m.met(t)
 	if s := c.Stats(); s.Creates != 1 || s.InUse != 0 {
 		t.Fatalf("pool: %+v; want one connection, back in the pool", s)
 	}
+}
+
+// A statement is prepared on each connection it is used on, once; closing
+// its *sql.Stmt closes it on the connection in hand at once, on the others
+// when they are next taken, and on idle ones when the pool tests them.
+func TestStatementsOnSeveralConnections(t *testing.T) {
+	m := newMock(t)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 2})
+	ctx := context.Background()
+	m.mock.ExpectPrepare("SELECT n").WillBeClosed() // on connection 1, by db.PrepareContext
+	stmt, err := db.PrepareContext(ctx, "SELECT n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := db.Conn(ctx) // connection 1, so that the next use makes connection 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := m.mock.ExpectPrepare("SELECT n").WillBeClosed() // on connection 2
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+	for want := 1; want <= 2; want++ {
+		var n int
+		if err := stmt.QueryRowContext(ctx).Scan(&n); err != nil || n != want {
+			t.Fatalf("use %d: %d, %v", want, n, err)
+		}
+	}
+	if fc.made() != 2 {
+		t.Fatalf("%d connections made; want 2", fc.made())
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Both connections idle: a test of each, as the pool's tick runs it,
+	// closes the statement there.
+	f := physFactory{real: factory.Connector{Connector: fc}, stmts: &c.stmts}
+	var hs []pool.Handle[sqldriver.Conn]
+	for range 2 {
+		h, err := c.pool.TryTake()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+		if err := f.Test(ctx, h.Value()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.met(t)
+	for _, h := range hs {
+		if err := c.pool.GiveBack(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStatementCacheIsBounded(t *testing.T) {
+	var sc stmtCache
+	var prepared, closed []string
+	prepare := func(_ context.Context, q string) (sqldriver.Stmt, error) {
+		prepared = append(prepared, q)
+		return &recordingStmt{query: q, closed: &closed}, nil
+	}
+	ctx := context.Background()
+	for i := range stmtCacheSize {
+		if _, err := sc.get(ctx, fmt.Sprint(i), prepare); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sc.get(ctx, "0", prepare); err != nil { // 0 is now the most recently used
+		t.Fatal(err)
+	}
+	if _, err := sc.get(ctx, "new", prepare); err != nil {
+		t.Fatal(err)
+	}
+	if len(prepared) != stmtCacheSize+1 || len(sc.byQuery) != stmtCacheSize {
+		t.Errorf("%d prepared, %d cached; want %d, %d", len(prepared), len(sc.byQuery), stmtCacheSize+1, stmtCacheSize)
+	}
+	if want := []string{"1"}; !slices.Equal(closed, want) {
+		t.Errorf("closed %v; want %v, the least recently used", closed, want)
+	}
+}
+
+type recordingStmt struct {
+	query  string
+	closed *[]string
+}
+
+func (s *recordingStmt) Close() error {
+	*s.closed = append(*s.closed, s.query)
+	return nil
+}
+func (s *recordingStmt) NumInput() int { return 0 }
+func (s *recordingStmt) Exec([]sqldriver.Value) (sqldriver.Result, error) {
+	return nil, errors.New("not used")
+}
+func (s *recordingStmt) Query([]sqldriver.Value) (sqldriver.Rows, error) {
+	return nil, errors.New("not used")
 }

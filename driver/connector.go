@@ -23,6 +23,7 @@ type Connector struct {
 	closeTimeout time.Duration           // Config.CloseTimeout
 
 	resetBound atomic.Pointer[sharedBound] // see bound
+	stmts      stmtRegistry                // open statements, by query
 }
 
 var (
@@ -65,13 +66,14 @@ func NewConnector(cfg Config) (*Connector, error) {
 			pc.Leak.HoldThreshold = DefaultHoldThreshold
 		}
 	}
-	p, err := pool.New[driver.Conn](physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}}, pc)
-	if err != nil {
+	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts}
+	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
 		return nil, err
 	}
-	pcfg := p.Config()
-	return &Connector{pool: p, testTimeout: pcfg.TestTimeout, maxObjects: pcfg.MaxObjects,
-		closeTimeout: cfg.CloseTimeout}, nil
+	pcfg := c.pool.Config()
+	c.testTimeout, c.maxObjects = pcfg.TestTimeout, pcfg.MaxObjects
+	return c, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,

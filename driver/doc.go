@@ -37,10 +37,16 @@
 // and a lost one when the leak detector finds it. Config.CloseTimeout makes
 // Close wait for the last one, within that bound.
 //
-// A statement prepared through *sql.DB is prepared again on the connection
-// that serves each use, and closed before that connection goes back.
-// A Take refused because the wait queue is full reaches the caller of
-// QueryContext as an error for which errors.Is(err, pool.ErrQueueFull) holds.
+// # Prepared statements
+//
+// A statement prepared through database/sql (*sql.Stmt) stays prepared on
+// each physical connection it is used on: each connection keeps a cache of
+// at most 128 statements by query (the least recently used is closed past
+// that), so a *sql.Stmt is prepared at most once per physical connection,
+// whichever of database/sql's shells runs it. When the last *sql.Stmt of a
+// query is closed, the statement is closed on the connection in hand at
+// once, and on each other connection when it is next taken or, idle, tested
+// (every ValidationInterval); a connection's statements end with it.
 //
 // # Leaks
 //
@@ -65,5 +71,7 @@
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,
 // &pgErr), err.(*mysql.MySQLError) keep working), including those of a failed
-// connection attempt. respool's own errors are respool's types.
+// connection attempt. respool's own errors are respool's types. A Take
+// refused because the wait queue is full reaches the caller of QueryContext
+// as an error for which errors.Is(err, pool.ErrQueueFull) holds.
 package driver

@@ -19,6 +19,8 @@ type physConn struct {
 	// made needs no reset, as database/sql resets only connections it reuses.
 	used bool
 
+	stmts stmtCache // statements prepared on the connection
+
 	// shell is the conn the connection is attached to, if any: read by
 	// Destroy, which the pool may call from another goroutine when it
 	// reclaims the connection as leaked (see conn.reclaim).
@@ -28,7 +30,8 @@ type physConn struct {
 // physFactory is the pool's factory: factory.Connector's life cycle applied
 // to the real connection inside each physConn.
 type physFactory struct {
-	real factory.Connector
+	real  factory.Connector
+	stmts *stmtRegistry // the Connector's
 }
 
 var _ factory.Factory[driver.Conn] = physFactory{}
@@ -43,8 +46,12 @@ func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 
 func (f physFactory) Validate(c driver.Conn) error { return f.real.Validate(c.(*physConn).Conn) }
 
+// Test tests an idle connection, after closing the statements no longer
+// wanted on it (see stmtRegistry).
 func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
-	return f.real.Test(ctx, c.(*physConn).Conn)
+	pc := c.(*physConn)
+	pc.stmts.dropUnwanted(f.stmts)
+	return f.real.Test(ctx, pc.Conn)
 }
 
 // Destroy closes the real connection. A connection still attached to a conn

@@ -13,7 +13,8 @@ import (
 // connection that was used before (pgx pings one that idled, go-sql-driver
 // checks that the server has not closed it, pgx refuses one left inside a
 // transaction). A connection it refuses is discarded, which frees its slot,
-// and another is taken, until the pool makes a new one. conn.ResetSession (database/sql reusing a shell) and
+// and another is taken, until the pool makes a new one. On the connection it
+// returns, statements no longer wanted have been closed (stmtRegistry). conn.ResetSession (database/sql reusing a shell) and
 // Connector.Connect (database/sql wanting a new connection) both take here.
 //
 // Its error is the pool's (ctx's error, pool.ErrQueueFull, pool.ErrClosed,
@@ -31,6 +32,7 @@ func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], *physCo
 		}
 		pc := h.Value().(*physConn)
 		if c.reset(ctx, pc) == nil {
+			pc.stmts.dropUnwanted(&c.stmts)
 			return h, pc, nil
 		}
 		_ = c.pool.Discard(h)

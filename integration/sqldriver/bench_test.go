@@ -3,11 +3,13 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/respool/respool/driver"
+	"github.com/respool/respool/integration/servers"
 )
 
 // sqlPools are the database/sql pools the benchmarks compare: respool's
@@ -118,4 +120,42 @@ func runSelect1(b *testing.B, mode string, query func() error) {
 			}
 		}
 	})
+}
+
+// BenchmarkPrepared runs one db.Prepare'd statement with an argument on
+// PostgreSQL and MariaDB, through respool's driver (as sql.Open makes it) and
+// through the plain driver, in one run: serially and from 8 goroutines on 8
+// connections. database/sql's own idle list is as large as the pool, so that
+// the plain drivers keep their connections (and statements) too.
+func BenchmarkPrepared(b *testing.B) {
+	ctx := context.Background()
+	const conns = 8
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, s := range []*servers.Server{pg, maria} {
+			for _, name := range []string{"respool", s.DriverName()} {
+				b.Run(mode+"/"+s.Kind+"/pool="+name, func(b *testing.B) {
+					dsn, drv := s.DSN(), s.DriverName()
+					if name == "respool" {
+						dsn, drv = withKeys(s, fmt.Sprintf("respool_max_conns=%d", conns)), "respool"
+					}
+					db, err := sql.Open(drv, dsn)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer db.Close()
+					db.SetMaxOpenConns(conns)
+					db.SetMaxIdleConns(conns)
+					stmt, err := db.PrepareContext(ctx, "SELECT "+placeholder(s, 1)+" + 1")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer stmt.Close()
+					runSelect1(b, mode, func() error {
+						var n int
+						return stmt.QueryRowContext(ctx, 41).Scan(&n)
+					})
+				})
+			}
+		}
+	}
 }
