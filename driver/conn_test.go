@@ -664,9 +664,9 @@ func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
 	}
 }
 
-func TestRawConnIsTheRespoolConn(t *testing.T) {
+func TestRawConnReachesTheRealConnection(t *testing.T) {
 	m := newMock(t)
-	db, _, fc := openFaultDB(t, m, false, pool.Config{})
+	db, c, fc := openFaultDB(t, m, false, pool.Config{})
 	ctx := context.Background()
 	sc, err := db.Conn(ctx)
 	if err != nil {
@@ -674,17 +674,25 @@ func TestRawConnIsTheRespoolConn(t *testing.T) {
 	}
 	defer sc.Close()
 	err = sc.Raw(func(dc any) error {
-		u, ok := dc.(interface{ Unwrap() sqldriver.Conn })
-		if !ok {
-			return fmt.Errorf("%T has no Unwrap", dc)
-		}
-		if u.Unwrap() != fc.conn(t, 1) {
-			return errors.New("Unwrap is not the real driver's connection")
+		if got, ok := RawConn(dc).(*faultConn); !ok || got != fc.conn(t, 1) {
+			return fmt.Errorf("RawConn(%T) = %T; want the real driver's connection", dc, RawConn(dc))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Error(err)
+	}
+	// Any other value passes through, so that code using RawConn works on
+	// the plain driver too.
+	if other := fc.conn(t, 1); RawConn(other) != other {
+		t.Error("RawConn of a connection that is not respool's is not that connection")
+	}
+	h, err := c.Pool().TryTake()
+	if err == nil {
+		defer c.Pool().GiveBack(h)
+		if _, ok := RawConn(h.Value()).(*faultConn); !ok {
+			t.Errorf("RawConn of a pool object = %T; want the real driver's connection", RawConn(h.Value()))
+		}
 	}
 }
 

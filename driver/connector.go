@@ -163,7 +163,7 @@ func (c *Connector) Driver() driver.Driver { return Driver{} }
 func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
 // Pool returns the connector's pool, for its Config. Its objects are
-// respool's, each holding a real driver's connection.
+// respool's; RawConn returns the real driver's connection one holds.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
 // Close closes the pool; sql.DB.Close calls it. It returns at once, as

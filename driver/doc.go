@@ -67,6 +67,12 @@
 //     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
 //     (DefaultHoldThreshold, 5m, on this path), and keeps its connection.
 //
+// # The real connection
+//
+// sql.Conn.Raw passes respool's connection to its function; RawConn returns
+// the real driver's (for pgx, a *stdlib.Conn whose Conn method gives the
+// *pgx.Conn, for CopyFrom or LISTEN/NOTIFY).
+//
 // # Errors
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,

@@ -7,6 +7,9 @@ import (
 	"log"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/respool/respool/driver"
 	"github.com/respool/respool/pool"
 )
@@ -79,4 +82,32 @@ func ExampleConfig_FormatDSN() {
 	// Output:
 	// app@tcp(db.example.com:3306)/app?parseTime=true&respool_max_conns=20&respool_max_lifetime=1h0m0s&respool_test_query=SELECT%201
 	// app@tcp(db.example.com:3306)/app?parseTime=true 20 1h0m0s SELECT 1
+}
+
+// sql.Conn.Raw passes respool's connection; RawConn returns the real
+// driver's, here pgx's, for its own API: CopyFrom, LISTEN/NOTIFY. The same
+// code works on a *sql.DB opened with sql.Open("pgx", …).
+func ExampleRawConn() {
+	db, err := sql.Open("respool", "postgres://app:s3cret@db.example.com/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	err = conn.Raw(func(dc any) error {
+		pgxConn := driver.RawConn(dc).(*stdlib.Conn).Conn()
+		n, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "name"},
+			pgx.CopyFromRows([][]any{{1, "signup"}, {2, "login"}}))
+		fmt.Println(n, "rows copied")
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 }
