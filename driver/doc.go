@@ -37,6 +37,21 @@
 // and a lost one when the leak detector finds it. Config.CloseTimeout makes
 // Close wait for the last one, within that bound.
 //
+// # database/sql's settings
+//
+// sql.DB's own settings act on database/sql's shells, not on connections:
+//
+//   - SetMaxOpenConns limits connections in use, but callers past it wait
+//     in database/sql's own queue, unbounded and unseen by respool; use the
+//     pool's MaxObjects and MaxQueueSize (respool_max_conns,
+//     respool_max_queue).
+//   - SetMaxIdleConns, SetConnMaxLifetime and SetConnMaxIdleTime close
+//     shells only; the connection stays in the pool. Use MaxIdle, MinIdle,
+//     MaxLifetime (respool_max_idle_time, respool_min_idle,
+//     respool_max_lifetime).
+//   - sql.DB.Stats counts shells (its InUse is the connections in use);
+//     Connector.Stats counts connections.
+//
 // # Prepared statements
 //
 // A statement prepared through database/sql (*sql.Stmt) stays prepared on
