@@ -3,13 +3,11 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/leak"
 )
@@ -38,18 +36,7 @@ func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		count := newConnectionCounter(t, ctx, s, monitor(t, s))
-		cfg, err := driver.ParseDSN(withKeys(s, "respool_max_conns=1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newSignalHandler(leak.MsgLeak)
-		cfg.Pool.Logger = slog.New(h)
-		c, err := driver.NewConnector(*cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(c)
-		defer db.Close()
+		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=1"), leak.MsgLeak)
 
 		loseRows(t, db)
 		waitConnections(t, ctx, count, 1)
@@ -81,7 +68,7 @@ func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
 		runtime.GC()
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		err = plain.QueryRowContext(short, "SELECT 1").Scan(new(int))
+		err := plain.QueryRowContext(short, "SELECT 1").Scan(new(int))
 		t.Logf("plain %s, one connection, after a lost *sql.Rows: next query: %v", s.DriverName(), err)
 	})
 }

@@ -93,22 +93,9 @@ func TestPreparedStatementIsPreparedOncePerConnection(t *testing.T) {
 			}
 			if c != nil {
 				// Each connection closes the statement when it is next
-				// taken: take them all. A ping after it makes sure the
-				// server has read the close (COM_STMT_CLOSE has no reply).
-				hold := make([]*sql.Conn, 0, 8)
-				for range c.Stats().Total {
-					sc, err := db.Conn(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := sc.PingContext(ctx); err != nil {
-						t.Fatal(err)
-					}
-					hold = append(hold, sc)
-				}
-				for _, sc := range hold {
-					_ = sc.Close()
-				}
+				// taken: take them all. Their pings make sure the server
+				// has read the close (COM_STMT_CLOSE has no reply).
+				warm(t, ctx, db, c.Stats().Total)
 			}
 			if n := globalStatus(t, ctx, mon, "Prepared_stmt_count"); n != baseline {
 				t.Errorf("%d statements prepared on the server after the *sql.Stmt was closed; want %d", n, baseline)
