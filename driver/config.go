@@ -36,10 +36,8 @@ type Config struct {
 	// no wait: Close returns at once and they are closed as they come back.
 	CloseTimeout time.Duration
 	// LeakAsGiven makes NewConnector use Pool.Leak exactly as given. Without
-	// it, NewConnector applies the database/sql path's leak defaults:
-	// stacks are recorded (Pool.Leak.CaptureStack) and, when
-	// Pool.Leak.HoldThreshold is zero, DefaultHoldThreshold reports a
-	// connection held longer.
+	// it, a zero Pool.Leak.HoldThreshold means DefaultHoldThreshold, the
+	// database/sql path's default, instead of no hold-time report.
 	LeakAsGiven bool
 }
 
