@@ -85,7 +85,7 @@ var quietLogger = slog.New(slog.DiscardHandler)
 
 // newTestConnector makes a Connector for cfg and closes it when the test
 // ends.
-func newTestConnector(t *testing.T, cfg Config) *Connector {
+func newTestConnector(t testing.TB, cfg Config) *Connector {
 	t.Helper()
 	if cfg.Pool.Logger == nil {
 		cfg.Pool.Logger = quietLogger
@@ -104,7 +104,7 @@ func newTestConnector(t *testing.T, cfg Config) *Connector {
 
 // openDB returns a *sql.DB on a Connector for cfg; both are closed when the
 // test ends.
-func openDB(t *testing.T, cfg Config) (*sql.DB, *Connector) {
+func openDB(t testing.TB, cfg Config) (*sql.DB, *Connector) {
 	t.Helper()
 	c := newTestConnector(t, cfg)
 	db := sql.OpenDB(c)

@@ -66,14 +66,14 @@
 // # Leaks
 //
 // database/sql keeps every connection it has open reachable, so a leak made
-// through it is found in one of two ways (NewConnector's defaults record the
-// stack of the code that takes each connection, for both reports):
+// through it is found in one of two ways, both on by default (a report names
+// the code that took the connection when Pool.Leak.CaptureStack is set):
 //
 //   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
 //     query whose context cannot end, is found by the garbage collector:
 //     while rows are open, the pool's Handle is held by respool's rows, which
 //     only the *sql.Rows reaches. Within two collections it is reported as
-//     LEAK-DETECTED with the stack of the code that ran the query, its
+//     LEAK-DETECTED (with the stack of the code that ran the query), its
 //     connection is closed and its slot freed. (database/sql closes the
 //     rows of a query whose context can end when that context ends.)
 //   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -59,7 +60,7 @@ func collectTwice() {
 func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{Connector: &faultConnector{m: m}})
-	if got, want := c.Pool().Config().Leak, (leak.Config{CaptureStack: true, HoldThreshold: DefaultHoldThreshold}); got != want {
+	if got, want := c.Pool().Config().Leak, (leak.Config{HoldThreshold: DefaultHoldThreshold}); got != want {
 		t.Errorf("leak config %+v; want %+v", got, want)
 	}
 	given := leak.Config{HoldThreshold: 0}
@@ -74,15 +75,22 @@ func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 }
 
 // A *sql.Rows dropped without Close is found by the garbage collector,
-// reported with the stack of the code that ran the query, its connection
-// closed and its slot freed.
+// reported (with the stack of the code that ran the query when stacks are
+// recorded), its connection closed and its slot freed.
 func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
+	for _, stacks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("CaptureStack=%v", stacks), func(t *testing.T) { testLostRows(t, stacks) })
+	}
+}
+
+func testLostRows(t *testing.T, stacks bool) {
 	m := newMock(t)
 	m.expectInt("SELECT 1", 1)
 	m.expectInt("SELECT 2", 2)
 	var log logBuffer
 	fc := &faultConnector{m: m}
-	db, c := openDB(t, Config{Connector: fc, Pool: pool.Config{MaxObjects: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))}})
+	db, c := openDB(t, Config{Connector: fc, Pool: pool.Config{MaxObjects: 1, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Leak: leak.Config{CaptureStack: stacks}}})
 
 	queryAndDropRows(t, db)
 	collectTwice()
@@ -90,8 +98,8 @@ func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
 	if s.LeaksDetected != 1 || s.Destroyed(pool.DestroyLeaked) != 1 {
 		t.Fatalf("LeaksDetected %d, Destroyed(DestroyLeaked) %d; want 1, 1", s.LeaksDetected, s.Destroyed(pool.DestroyLeaked))
 	}
-	if out := log.String(); !strings.Contains(out, leak.MsgLeak) || !strings.Contains(out, "queryAndDropRows") {
-		t.Errorf("log %q; want %s naming queryAndDropRows, which ran the query", out, leak.MsgLeak)
+	if out := log.String(); !strings.Contains(out, leak.MsgLeak) || stacks != strings.Contains(out, "queryAndDropRows") {
+		t.Errorf("log %q; want %s, naming queryAndDropRows, which ran the query, if and only if stacks are recorded", out, leak.MsgLeak)
 	}
 	if !fc.conn(t, 1).closed.Load() {
 		t.Error("the lost connection was not closed")

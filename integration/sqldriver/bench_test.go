@@ -8,36 +8,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/respool/respool/driver"
+	_ "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 )
 
 // sqlPools are the database/sql pools the benchmarks compare: respool's
-// driver as sql.Open makes it (leak tracking with stacks), respool's driver
-// without stacks, and pgx's stdlib driver.
-func sqlPools() []struct {
-	name string
-	open func() (*sql.DB, error)
-} {
-	return []struct {
-		name string
-		open func() (*sql.DB, error)
-	}{
-		{"respool", func() (*sql.DB, error) { return sql.Open("respool", withKeys(pg, "respool_max_conns=8")) }},
-		{"respool-nostack", func() (*sql.DB, error) {
-			cfg, err := driver.ParseDSN(withKeys(pg, "respool_max_conns=8"))
-			if err != nil {
-				return nil, err
-			}
-			cfg.LeakAsGiven = true // GC leak tracking, no stacks, no hold threshold
-			c, err := driver.NewConnector(*cfg)
-			if err != nil {
-				return nil, err
-			}
-			return sql.OpenDB(c), nil
-		}},
-		{"pgx-stdlib", func() (*sql.DB, error) { return sql.Open("pgx", pg.DSN()) }},
-	}
+// driver as sql.Open makes it, the same recording leak stacks, and pgx's
+// stdlib driver.
+var sqlPools = []struct{ name, driver, keys string }{
+	{"respool", "respool", "respool_max_conns=8"},
+	{"respool-stack", "respool", "respool_max_conns=8&respool_leak_stack=true"},
+	{"pgx-stdlib", "pgx", ""},
 }
 
 // BenchmarkSelect1 runs SELECT 1 on the same PostgreSQL server through
@@ -48,9 +29,13 @@ func BenchmarkSelect1(b *testing.B) {
 	ctx := context.Background()
 	const conns = 8
 	for _, mode := range []string{"serial", "parallel"} {
-		for _, sp := range sqlPools() {
+		for _, sp := range sqlPools {
 			b.Run(mode+"/pool="+sp.name, func(b *testing.B) {
-				db, err := sp.open()
+				dsn := pg.DSN()
+				if sp.keys != "" {
+					dsn = withKeys(pg, sp.keys)
+				}
+				db, err := sql.Open(sp.driver, dsn)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -25,10 +25,10 @@ func loseRows(t *testing.T, db *sql.DB) {
 }
 
 // TestLostRowsAreFoundByTheGarbageCollector drops a *sql.Rows without Close
-// on a pool of one connection opened with the sql.Open defaults: within two
-// garbage collections it is reported as LEAK-DETECTED with the stack of the
-// code that ran the query, its connection is closed on the server and the
-// pool serves the next query. Plain pgx, for comparison, keeps the
+// on a pool of one connection opened with sql.Open's defaults and stacks
+// recorded (respool_leak_stack=true): within two garbage collections it is
+// reported as LEAK-DETECTED with the stack of the code that ran the query,
+// its connection is closed on the server and the pool serves the next query. Plain pgx, for comparison, keeps the
 // connection busy for ever; so does plain mysql, whose connection keeps a
 // goroutine for ever too (goleak would fail this package), so it is left
 // out.
@@ -36,7 +36,7 @@ func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		count := newConnectionCounter(t, ctx, s, monitor(t, s))
-		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=1"), leak.MsgLeak)
+		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=1&respool_leak_stack=true"), leak.MsgLeak)
 
 		loseRows(t, db)
 		waitConnections(t, ctx, count, 1)
