@@ -28,9 +28,9 @@
 // refuses one left inside a transaction; go-sql-driver/mysql notices a
 // connection the server closed); one it refuses is closed and another taken,
 // so that sessions the server ended (a restart, pg_terminate_backend, KILL,
-// an idle timeout) fail no query. The check waits at most the pool's
-// TestTimeout. Giving a connection back does no I/O, so it cannot hang on a
-// network that stopped.
+// an idle timeout) fail no query. The check ends with the caller's context,
+// or after the pool's TestTimeout when that context cannot end. Giving a
+// connection back does no I/O, so it cannot hang on a network that stopped.
 //
 // sql.DB.Close returns at once, as it does with the plain drivers: idle
 // connections are closed, connections in use are closed as they come back,

@@ -14,8 +14,9 @@ import (
 // checks that the server has not closed it, pgx refuses one left inside a
 // transaction). A connection it refuses is discarded, which frees its slot,
 // and another is taken, until the pool makes a new one. On the connection it
-// returns, statements no longer wanted have been closed (stmtRegistry). conn.ResetSession (database/sql reusing a shell) and
-// Connector.Connect (database/sql wanting a new connection) both take here.
+// returns, statements no longer wanted have been closed (stmtRegistry).
+// conn.ResetSession (database/sql reusing a shell) and Connector.Connect
+// (database/sql wanting a new connection) both take here.
 //
 // Its error is the pool's (ctx's error, pool.ErrQueueFull, pool.ErrClosed,
 // a *pool.CreateError), or driver.ErrBadConn when every connection it took
@@ -42,10 +43,11 @@ func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], *physCo
 
 // reset runs the real driver's ResetSession on pc, with ctx's values and
 // bound, or at most the pool's TestTimeout when ctx cannot end (see bound):
-// a reset that pings must not hang on a network that stopped. Like database/sql, it skips a connection
-// just made. Unlike database/sql, which discards a connection only on
-// driver.ErrBadConn and ignores other errors, any error keeps the connection
-// from reuse: a session that could not be reset is not safe to hand out.
+// a reset that pings must not hang on a network that stopped. Like
+// database/sql, it skips a connection just made. Unlike database/sql, which
+// discards a connection only on driver.ErrBadConn and ignores other errors,
+// any error keeps the connection from reuse: a session that could not be
+// reset is not safe to hand out.
 func (c *Connector) reset(ctx context.Context, pc *physConn) error {
 	if !pc.used {
 		pc.used = true
