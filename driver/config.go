@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/respool/respool/pool"
 )
@@ -32,6 +33,14 @@ type Config struct {
 	Pool pool.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
+	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
+	// for connections still in use to come back and be closed. Zero means
+	// no wait: Close returns at once and they are closed as they come back.
+	CloseTimeout time.Duration
+	// LeakAsGiven makes NewConnector use Pool.Leak exactly as given. Without
+	// it, a zero Pool.Leak.HoldThreshold means DefaultHoldThreshold, the
+	// database/sql path's default, instead of no hold-time report.
+	LeakAsGiven bool
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/respool/respool/pool"
 )
@@ -13,20 +15,33 @@ import (
 // when database/sql puts it in its idle list (IsValid), the real connection
 // goes back to respool's pool and the conn keeps nothing but its shell;
 // when database/sql takes it again (ResetSession), it takes a connection
-// from the pool, bounded by the caller's context and subject to the pool's
-// queue. So database/sql's idle list holds no connection, and respool's pool
-// alone decides how many exist, how long they idle, who waits and who leaked.
+// from the pool (Connector.take: bounded by the caller's context, subject to
+// the pool's queue, and checked by the real driver's ResetSession). So
+// database/sql's idle list holds no connection, and respool's pool alone
+// decides how many exist, how long they idle, who waits and who leaked.
+//
+// Giving a connection back does no I/O: it cannot block.
 //
 // Every method delegates to the real connection; its errors pass through
 // unchanged. database/sql serialises every call on a conn (its driverConn's
-// lock), so the fields need no lock.
+// lock), so the fields need no lock of their own, but for one case: while
+// rows hold the Handle (lent), the pool may reclaim the connection as leaked
+// if those rows are lost, from another goroutine (physFactory.Destroy). So a
+// call made while lent holds mu, and reclaim takes it too.
 type conn struct {
 	c      *Connector
-	h      pool.Handle[driver.Conn]
-	inner  driver.Conn // nil while detached
-	broken bool        // the attached connection failed with driver.ErrBadConn
-	stmts  []*stmt     // prepared on the attached connection; closed before it goes back
+	h      pool.Handle[driver.Conn] // invalid while detached, or while lent to rows
+	pc     *physConn                // the attached connection; nil while detached
+	inner  driver.Conn              // pc's real connection; nil while detached
+	broken bool                     // the attached connection failed with driver.ErrBadConn
 	closed bool
+
+	// lent is set while rows hold the Handle; written under mu. Once the
+	// connection is reclaimed it stays set, so that every call takes mu and
+	// sees reclaimed.
+	lent      atomic.Bool
+	mu        sync.Mutex // held by calls made while lent, and by reclaim
+	reclaimed bool       // the pool reclaimed the connection as leaked; guarded by mu
 }
 
 var (
@@ -41,59 +56,126 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// errDetached is what a method of a detached conn returns: database/sql
-// then drops the shell and retries on another connection. It cannot happen
-// through database/sql, which resets a conn before reusing it.
-var errDetached = driver.ErrBadConn
+var (
+	// errDetached is what a method of a detached conn returns: database/sql
+	// then drops the shell and retries on another connection. It cannot
+	// happen through database/sql, which resets a conn before reusing it.
+	errDetached = driver.ErrBadConn
+	// errReclaimed is what a method of a conn whose connection was reclaimed
+	// as leaked returns. It is not driver.ErrBadConn: on a *sql.Conn,
+	// database/sql would then close the Conn, which waits for the lost rows
+	// to close, forever.
+	errReclaimed = errors.New("respool: the connection was closed: a *sql.Rows read from it was lost without Close (LEAK-DETECTED)")
+)
+
+// lock takes mu when rows hold the Handle (see conn); unlock(locked) ends it.
+func (c *conn) lock() bool {
+	if !c.lent.Load() {
+		return false
+	}
+	c.mu.Lock()
+	return true
+}
+
+func (c *conn) unlock(locked bool) {
+	if locked {
+		c.mu.Unlock()
+	}
+}
+
+// ready returns nil if the conn can use its connection: it is attached and
+// its connection was not reclaimed. Call it between lock and unlock.
+func (c *conn) ready() error {
+	switch {
+	case c.reclaimed:
+		return errReclaimed
+	case c.inner == nil:
+		return errDetached
+	}
+	return nil
+}
 
 // Unwrap returns the real driver's connection (for sql.Conn.Raw users); nil
 // while detached.
-func (c *conn) Unwrap() driver.Conn { return c.inner }
+func (c *conn) Unwrap() driver.Conn {
+	locked := c.lock()
+	defer c.unlock(locked)
+	return c.inner
+}
 
 // check notes a driver.ErrBadConn: that connection must not be reused.
 func (c *conn) check(err error) error {
-	if err != nil && errors.Is(err, driver.ErrBadConn) {
+	if err != nil && isBadConn(err) {
 		c.broken = true
 	}
 	return err
 }
+
+func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 
 // attach takes a connection from the pool. A refusal (queue full, context
 // ended, pool closed, creation failed) is reported as driver.ErrBadConn, so
 // that database/sql drops the shell and ends with Connector.Connect, which
 // returns the pool's own error to the caller.
 func (c *conn) attach(ctx context.Context) error {
-	h, err := c.c.pool.Take(ctx)
+	h, pc, err := c.c.take(ctx)
 	if err != nil {
 		return driver.ErrBadConn
 	}
-	c.h, c.inner = h, h.Value()
+	c.setAttached(h, pc)
 	return nil
 }
 
-// release gives the attached connection back to the pool, after closing the
-// statements prepared on it, or discards it when it is broken or the real
-// driver's ResetSession refuses it (pgx refuses a connection left inside a
-// transaction). GiveBack validates it too (driver.Validator). The conn is
-// then a detached shell.
+func (c *conn) setAttached(h pool.Handle[driver.Conn], pc *physConn) {
+	c.h, c.pc, c.inner = h, pc, pc.Conn
+	pc.shell.Store(c)
+}
+
+// release gives the attached connection back to the pool, or discards it
+// when it is broken. GiveBack
+// validates it too (driver.Validator). Nothing here waits on the network:
+// the real driver's ResetSession runs when the connection is next taken
+// (Connector.take). The conn is then a detached shell. If rows still hold
+// the Handle (not done through database/sql), they give it back as they
+// close.
 func (c *conn) release() error {
-	for _, s := range c.stmts {
-		s.closeInner()
-	}
-	clear(c.stmts)
-	c.stmts = c.stmts[:0]
-	p, h := c.c.pool, c.h
-	broken := c.broken || c.resetFailed()
-	c.h, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, false
-	if broken {
+	p, h, broken := c.c.pool, c.h, c.broken
+	c.pc.shell.Store(nil)
+	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
+	c.lent.Store(false)
+	switch {
+	case !h.Valid(): // lent to rows
+		return nil
+	case broken:
 		return p.Discard(h)
 	}
 	return p.GiveBack(h)
 }
 
-func (c *conn) resetFailed() bool {
-	sr, ok := c.inner.(driver.SessionResetter)
-	return ok && sr.ResetSession(context.Background()) != nil
+// lend moves the Handle into rows the conn's connection has just returned
+// (see rows).
+func (c *conn) lend(inner driver.Rows) driver.Rows {
+	r := &rows{c: c, pc: c.pc, inner: inner}
+	if c.h.Valid() {
+		c.lent.Store(true)
+		r.h, c.h = c.h, pool.Handle[driver.Conn]{}
+	}
+	return r
+}
+
+// reclaim is the pool destroying pc, the conn's connection, whose Handle was
+// lost with the rows that held it: the conn keeps no connection, and its
+// calls fail with errReclaimed. It closes pc under mu, so that no call of the
+// conn's user runs on the connection as it closes.
+func (c *conn) reclaim(pc *physConn, closeConn func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pc == pc {
+		c.reclaimed = true
+		c.lent.Store(true)
+		c.h, c.pc, c.inner = pool.Handle[driver.Conn]{}, nil, nil
+	}
+	return closeConn()
 }
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
@@ -101,16 +183,17 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if c.inner == nil {
-		return nil, errDetached
+	locked := c.lock()
+	defer c.unlock(locked)
+	if err := c.ready(); err != nil {
+		return nil, err
 	}
-	inner, err := c.prepare(ctx, query)
+	inner, err := c.pc.stmts.get(ctx, query, c.prepare)
 	if err != nil {
 		return nil, err
 	}
-	s := &stmt{c: c, query: query, inner: inner, numInput: inner.NumInput()}
-	c.stmts = append(c.stmts, s)
-	return s, nil
+	c.c.stmts.opened(query)
+	return &stmt{c: c, query: query, numInput: inner.NumInput()}, nil
 }
 
 // prepare prepares query on the attached connection.
@@ -134,8 +217,10 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if c.inner == nil {
-		return nil, errDetached
+	locked := c.lock()
+	defer c.unlock(locked)
+	if err := c.ready(); err != nil {
+		return nil, err
 	}
 	if bc, ok := c.inner.(driver.ConnBeginTx); ok {
 		return c.tx(bc.BeginTx(ctx, opts))
@@ -156,8 +241,10 @@ func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.inner == nil {
-		return nil, errDetached
+	locked := c.lock()
+	defer c.unlock(locked)
+	if err := c.ready(); err != nil {
+		return nil, err
 	}
 	ec, ok := c.inner.(driver.ExecerContext)
 	if !ok {
@@ -168,20 +255,27 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.inner == nil {
-		return nil, errDetached
+	locked := c.lock()
+	defer c.unlock(locked)
+	if err := c.ready(); err != nil {
+		return nil, err
 	}
 	qc, ok := c.inner.(driver.QueryerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
 	r, err := qc.QueryContext(ctx, query, args)
-	return r, c.check(err)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return c.lend(r), nil
 }
 
 func (c *conn) Ping(ctx context.Context) error {
-	if c.inner == nil {
-		return errDetached
+	locked := c.lock()
+	defer c.unlock(locked)
+	if err := c.ready(); err != nil {
+		return err
 	}
 	if p, ok := c.inner.(driver.Pinger); ok {
 		return c.check(p.Ping(ctx))
@@ -190,6 +284,12 @@ func (c *conn) Ping(ctx context.Context) error {
 }
 
 func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
+	locked := c.lock()
+	defer c.unlock(locked)
+	return c.checkNamedValue(nv)
+}
+
+func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
 	if nc, ok := c.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)
 	}
@@ -197,26 +297,38 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // ResetSession is called by database/sql before it reuses an idle conn: the
-// conn takes a connection from the pool. On an attached conn it asks the
+// conn takes a connection from the pool, which the real driver's
+// ResetSession checks (Connector.take). On an attached conn (not reached
+// through database/sql, which detaches a conn as it goes idle) it asks the
 // real connection whether its session can be reused.
 func (c *conn) ResetSession(ctx context.Context) error {
-	if c.inner == nil {
+	locked := c.lock()
+	defer c.unlock(locked)
+	switch {
+	case c.reclaimed:
+		return errReclaimed
+	case c.inner == nil:
 		return c.attach(ctx)
-	}
-	if c.broken {
+	case c.broken:
 		return driver.ErrBadConn
 	}
-	if sr, ok := c.inner.(driver.SessionResetter); ok {
-		return c.check(sr.ResetSession(ctx))
+	if err := c.c.reset(ctx, c.pc); err != nil {
+		c.broken = true
+		return driver.ErrBadConn
 	}
 	return nil
 }
 
 // IsValid is called by database/sql as it puts the conn back in its idle
 // list: the real connection goes back to respool's pool, and database/sql
-// keeps a shell that holds nothing. A conn whose connection broke reports
-// false, so database/sql drops the shell too.
+// keeps a shell that holds nothing. A conn whose connection broke or was
+// reclaimed reports false, so database/sql drops the shell too.
 func (c *conn) IsValid() bool {
+	locked := c.lock()
+	defer c.unlock(locked)
+	if c.reclaimed {
+		return false
+	}
 	if c.inner == nil {
 		return true
 	}
@@ -227,6 +339,8 @@ func (c *conn) IsValid() bool {
 
 // Close gives the attached connection, if any, back to the pool.
 func (c *conn) Close() error {
+	locked := c.lock()
+	defer c.unlock(locked)
 	if c.closed {
 		return nil
 	}

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
+	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -243,7 +245,10 @@ func TestBadConnOnEveryAttempt(t *testing.T) {
 	checkPool(t, c, 3, 3, 0)
 }
 
-func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
+// The real driver's ResetSession runs when a connection is taken again, not
+// when it is given back: a session it refuses is discarded then, and the
+// caller gets another connection.
+func TestResetSessionFailureDiscardsOnReuse(t *testing.T) {
 	for _, resetErr := range []error{errors.New("session cannot be reset"), sqldriver.ErrBadConn} {
 		t.Run(resetErr.Error(), func(t *testing.T) {
 			m := newMock(t)
@@ -264,13 +269,20 @@ func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
 			if err := sc.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			checkPool(t, c, 1, 1, 0)
-			if !first.closed.Load() {
-				t.Error("a connection whose session cannot be reset was not closed")
+			if n := len(first.resetCalls()); n != 0 {
+				t.Errorf("ResetSession called %d times by the first use and its give-back; want 0 (a new connection needs no reset)", n)
 			}
+			checkPool(t, c, 1, 0, 1) // given back as it is
 
 			if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
 				t.Fatalf("next query = %d, %v", n, err)
+			}
+			if n := len(first.resetCalls()); n != 1 {
+				t.Errorf("ResetSession called %d times when the connection was taken again; want 1", n)
+			}
+			checkPool(t, c, 2, 1, 1)
+			if !first.closed.Load() {
+				t.Error("a connection whose session cannot be reset was not closed")
 			}
 			if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
 				t.Errorf("connections serving each query %v; want %v", got, want)
@@ -278,6 +290,138 @@ func TestResetSessionFailureDiscardsOnClose(t *testing.T) {
 			m.met(t)
 		})
 	}
+}
+
+type ctxKey struct{}
+
+// ResetSession gets the caller's context: its values and its deadline; a
+// context that cannot end is bounded by TestTimeout, its values kept. Both ways a shell is given a connection are
+// checked: database/sql reusing an idle shell (conn.ResetSession) and
+// database/sql asking for a new one (Connector.Connect).
+func TestResetSessionGetsTheCallersContext(t *testing.T) {
+	for _, path := range []string{"idle shell", "Connect"} {
+		t.Run(path, func(t *testing.T) {
+			m := newMock(t)
+			m.expectInt("SELECT 1", 1)
+			m.expectInt("SELECT 2", 2)
+			m.expectInt("SELECT 3", 3)
+			const testTimeout = time.Hour
+			db, _, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1, TestTimeout: testTimeout})
+			if path == "Connect" {
+				db.SetMaxIdleConns(-1) // database/sql keeps no shell: every use calls Connect
+			}
+			if _, err := queryInt(context.Background(), db, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			first := fc.conn(t, 1)
+
+			ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "caller"), time.Minute)
+			defer cancel()
+			want, _ := ctx.Deadline()
+			if _, err := queryInt(ctx, db, "SELECT 2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := queryInt(context.WithValue(context.Background(), ctxKey{}, "no deadline"), db, "SELECT 3"); err != nil {
+				t.Fatal(err)
+			}
+			calls := first.resetCalls()
+			if len(calls) != 2 {
+				t.Fatalf("ResetSession called %d times; want 2 (once per reuse)", len(calls))
+			}
+			if v := calls[0].Value(ctxKey{}); v != "caller" {
+				t.Errorf("ResetSession's context has value %v; want the caller's", v)
+			}
+			if d, ok := calls[0].Deadline(); !ok || !d.Equal(want) {
+				t.Errorf("ResetSession's deadline %v (%v); want the caller's, %v", d, ok, want)
+			}
+			if d, ok := calls[1].Deadline(); !ok || time.Until(d) > testTimeout {
+				t.Errorf("ResetSession's deadline without the caller's: %v (%v); want at most TestTimeout from now", d, ok)
+			}
+			if v := calls[1].Value(ctxKey{}); v != "no deadline" {
+				t.Errorf("ResetSession's context without a deadline has value %v; want the caller's", v)
+			}
+			if fc.made() != 1 {
+				t.Errorf("%d connections made; want 1", fc.made())
+			}
+			m.met(t)
+		})
+	}
+}
+
+// A ResetSession that hangs (a ping on a network that stopped) is cut at
+// TestTimeout for a caller without a deadline; the connection is discarded
+// and the caller served by a new one. Giving a connection back never waits.
+func TestHangingResetSessionIsBoundedAndDiscarded(t *testing.T) {
+	m := newMock(t)
+	m.expectInt("SELECT 1", 1)
+	m.expectInt("SELECT 2", 2)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 1, TestTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	fc.conn(t, 1).setResetHangs()
+	if err := sc.Close(); err != nil { // would hang if the give-back reset the session
+		t.Fatal(err)
+	}
+	if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+		t.Fatalf("query after a hanging reset = %d, %v", n, err)
+	}
+	if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
+		t.Errorf("connections serving each query %v; want %v", got, want)
+	}
+	checkPool(t, c, 2, 1, 1)
+	m.met(t)
+}
+
+// After the server ended every idle session, the next use finds each dead
+// connection as it is taken and discards it: no query fails.
+func TestDeadIdleConnectionsAreDiscardedWhenTaken(t *testing.T) {
+	m := newMock(t)
+	const n = 3
+	for i := range n {
+		m.expectInt("SELECT n", i)
+	}
+	m.expectInt("SELECT 9", 9)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: n})
+	ctx := context.Background()
+	var held []*sql.Conn
+	for i := range n {
+		sc, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := queryIntOn(ctx, sc, "SELECT n"); err != nil || got != i {
+			t.Fatalf("query %d = %d, %v", i, got, err)
+		}
+		held = append(held, sc)
+	}
+	for _, sc := range held {
+		if err := sc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := 1; id <= n; id++ {
+		fc.conn(t, id).setResetErr(sqldriver.ErrBadConn) // ended by the server
+	}
+	if got, err := queryInt(ctx, db, "SELECT 9"); err != nil || got != 9 {
+		t.Fatalf("query after the server ended the idle sessions = %d, %v", got, err)
+	}
+	if served := fc.servedBy(); served[len(served)-1] != n+1 {
+		t.Errorf("connections serving each query %v; want the last on a new connection %d", served, n+1)
+	}
+	checkPool(t, c, n+1, n, 1)
+	m.met(t)
+}
+
+func queryIntOn(ctx context.Context, sc *sql.Conn, query string) (int, error) {
+	var n int
+	err := sc.QueryRowContext(ctx, query).Scan(&n)
+	return n, err
 }
 
 func TestInvalidConnDestroyedOnGiveBack(t *testing.T) {
@@ -520,9 +664,9 @@ func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
 	}
 }
 
-func TestRawConnIsTheRespoolConn(t *testing.T) {
+func TestRawConnReachesTheRealConnection(t *testing.T) {
 	m := newMock(t)
-	db, _, fc := openFaultDB(t, m, false, pool.Config{})
+	db, c, fc := openFaultDB(t, m, false, pool.Config{})
 	ctx := context.Background()
 	sc, err := db.Conn(ctx)
 	if err != nil {
@@ -530,27 +674,36 @@ func TestRawConnIsTheRespoolConn(t *testing.T) {
 	}
 	defer sc.Close()
 	err = sc.Raw(func(dc any) error {
-		u, ok := dc.(interface{ Unwrap() sqldriver.Conn })
-		if !ok {
-			return fmt.Errorf("%T has no Unwrap", dc)
-		}
-		if u.Unwrap() != fc.conn(t, 1) {
-			return errors.New("Unwrap is not the real driver's connection")
+		if got, ok := RawConn(dc).(*faultConn); !ok || got != fc.conn(t, 1) {
+			return fmt.Errorf("RawConn(%T) = %T; want the real driver's connection", dc, RawConn(dc))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Error(err)
 	}
+	// Any other value passes through, so that code using RawConn works on
+	// the plain driver too.
+	if other := fc.conn(t, 1); RawConn(other) != other {
+		t.Error("RawConn of a connection that is not respool's is not that connection")
+	}
+	h, err := c.Pool().TryTake()
+	if err == nil {
+		defer c.Pool().GiveBack(h)
+		if _, ok := RawConn(h.Value()).(*faultConn); !ok {
+			t.Errorf("RawConn of a pool object = %T; want the real driver's connection", RawConn(h.Value()))
+		}
+	}
 }
 
-// A statement prepared through *sql.DB is closed on its connection before
-// the connection goes back to the pool, and prepared again on the next use.
-func TestStatementsAreClosedBeforeTheirConnectionGoesBack(t *testing.T) {
+// A statement prepared through *sql.DB is prepared once on its connection
+// and kept there across the connection's trips back to the pool; closing the
+// *sql.Stmt closes it there.
+func TestStatementIsPreparedOncePerConnection(t *testing.T) {
 	m := newMock(t)
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed() // by db.PrepareContext; closed as its connection goes back
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
-	m.mock.ExpectPrepare("SELECT n").WillBeClosed().ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+	ep := m.mock.ExpectPrepare("SELECT n").WillBeClosed()
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
 	db, c := openMockDB(t, m, pool.Config{MaxObjects: 1})
 	ctx := context.Background()
 	stmt, err := db.PrepareContext(ctx, "SELECT n")
@@ -566,8 +719,112 @@ func TestStatementsAreClosedBeforeTheirConnectionGoesBack(t *testing.T) {
 	if err := stmt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	m.met(t) // both prepared statements were closed
+	m.mock.ExpectPing()
+	if err := db.PingContext(ctx); err != nil { // takes the connection: the statement is closed
+		t.Fatal(err)
+	}
+	m.met(t)
 	if s := c.Stats(); s.Creates != 1 || s.InUse != 0 {
 		t.Fatalf("pool: %+v; want one connection, back in the pool", s)
 	}
+}
+
+// A statement is prepared on each connection it is used on, once; closing
+// its *sql.Stmt closes it on the connection in hand at once, on the others
+// when they are next taken, and on idle ones when the pool tests them.
+func TestStatementsOnSeveralConnections(t *testing.T) {
+	m := newMock(t)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 2})
+	ctx := context.Background()
+	m.mock.ExpectPrepare("SELECT n").WillBeClosed() // on connection 1, by db.PrepareContext
+	stmt, err := db.PrepareContext(ctx, "SELECT n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := db.Conn(ctx) // connection 1, so that the next use makes connection 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := m.mock.ExpectPrepare("SELECT n").WillBeClosed() // on connection 2
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(1))
+	ep.ExpectQuery().WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(2))
+	for want := 1; want <= 2; want++ {
+		var n int
+		if err := stmt.QueryRowContext(ctx).Scan(&n); err != nil || n != want {
+			t.Fatalf("use %d: %d, %v", want, n, err)
+		}
+	}
+	if fc.made() != 2 {
+		t.Fatalf("%d connections made; want 2", fc.made())
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Both connections idle: a test of each, as the pool's tick runs it,
+	// closes the statement there.
+	f := physFactory{real: factory.Connector{Connector: fc}, stmts: &c.stmts}
+	var hs []pool.Handle[sqldriver.Conn]
+	for range 2 {
+		h, err := c.pool.TryTake()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+		if err := f.Test(ctx, h.Value()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.met(t)
+	for _, h := range hs {
+		if err := c.pool.GiveBack(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStatementCacheIsBounded(t *testing.T) {
+	var sc stmtCache
+	var prepared, closed []string
+	prepare := func(_ context.Context, q string) (sqldriver.Stmt, error) {
+		prepared = append(prepared, q)
+		return &recordingStmt{query: q, closed: &closed}, nil
+	}
+	ctx := context.Background()
+	for i := range stmtCacheSize {
+		if _, err := sc.get(ctx, fmt.Sprint(i), prepare); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sc.get(ctx, "0", prepare); err != nil { // 0 is now the most recently used
+		t.Fatal(err)
+	}
+	if _, err := sc.get(ctx, "new", prepare); err != nil {
+		t.Fatal(err)
+	}
+	if len(prepared) != stmtCacheSize+1 || len(sc.byQuery) != stmtCacheSize {
+		t.Errorf("%d prepared, %d cached; want %d, %d", len(prepared), len(sc.byQuery), stmtCacheSize+1, stmtCacheSize)
+	}
+	if want := []string{"1"}; !slices.Equal(closed, want) {
+		t.Errorf("closed %v; want %v, the least recently used", closed, want)
+	}
+}
+
+type recordingStmt struct {
+	query  string
+	closed *[]string
+}
+
+func (s *recordingStmt) Close() error {
+	*s.closed = append(*s.closed, s.query)
+	return nil
+}
+func (s *recordingStmt) NumInput() int { return 0 }
+func (s *recordingStmt) Exec([]sqldriver.Value) (sqldriver.Result, error) {
+	return nil, errors.New("not used")
+}
+func (s *recordingStmt) Query([]sqldriver.Value) (sqldriver.Rows, error) {
+	return nil, errors.New("not used")
 }

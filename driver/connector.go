@@ -7,20 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
-// closeTimeout bounds how long Connector.Close waits for connections still
-// in use to come back.
-const closeTimeout = 30 * time.Second
-
 // Connector is a driver.Connector whose connections come from a respool
 // pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
 type Connector struct {
-	pool *pool.Pool[driver.Conn] // of the real driver's connections
+	pool         *pool.Pool[driver.Conn] // of *physConn
+	testTimeout  time.Duration           // the pool's TestTimeout
+	maxObjects   int                     // the pool's MaxObjects
+	closeTimeout time.Duration           // Config.CloseTimeout
+
+	resetBound atomic.Pointer[sharedBound] // see bound
+	stmts      stmtRegistry                // open statements, by query
 }
 
 var (
@@ -28,8 +31,25 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
+// DefaultHoldThreshold is the database/sql path's default of
+// Pool.Leak.HoldThreshold: a connection held longer is reported once as
+// HELD-TOO-LONG (with the stack of the code that took it when
+// Pool.Leak.CaptureStack is set). It is longer than a request or a query is
+// expected to hold a connection; a job that holds one on purpose for longer
+// (a long transaction, a LISTEN loop on a *sql.Conn) raises it.
+const DefaultHoldThreshold = 5 * time.Minute
+
 // NewConnector validates cfg and starts its pool. Until it is closed, the
 // Connector is listed by Connectors and found by Lookup under its name.
+//
+// Unless cfg.LeakAsGiven is set, a zero Pool.Leak.HoldThreshold means
+// DefaultHoldThreshold, so that every leak made through database/sql is
+// reported out of the box: a *sql.Rows dropped without Close by the garbage
+// collector, a *sql.Tx or *sql.Conn never ended by hold time (see the
+// package documentation). Stacks are not recorded by default: that costs a
+// stack walk and two allocations per take, a few microseconds of CPU per
+// query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
+// (respool_leak_stack) turns them on.
 func NewConnector(cfg Config) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -42,11 +62,16 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(cfg) + ")"
 	}
-	p, err := pool.New[driver.Conn](factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, pc)
-	if err != nil {
+	if !cfg.LeakAsGiven && pc.Leak.HoldThreshold == 0 {
+		pc.Leak.HoldThreshold = DefaultHoldThreshold
+	}
+	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts}
+	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
 		return nil, err
 	}
-	c := &Connector{pool: p}
+	pcfg := c.pool.Config()
+	c.testTimeout, c.maxObjects = pcfg.TestTimeout, pcfg.MaxObjects
 	register(c) // until Close: Connectors, Lookup
 	return c, nil
 }
@@ -115,11 +140,12 @@ func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, redactError(err, c.secrets)
 }
 
-// Connect takes a connection from the pool. A refused or failed take returns
-// the pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or
-// the real driver's own error when making a connection failed.
+// Connect takes a connection from the pool (see conn.ResetSession for what
+// is checked). A refused or failed take returns the pool's error
+// (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or the real driver's
+// own error when making a connection failed.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	h, err := c.pool.Take(ctx)
+	h, pc, err := c.take(ctx)
 	if err != nil {
 		var ce *pool.CreateError
 		if errors.As(err, &ce) {
@@ -127,7 +153,9 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 		return nil, err
 	}
-	return &conn{c: c, h: h, inner: h.Value()}, nil
+	cn := &conn{c: c}
+	cn.setAttached(h, pc)
+	return cn, nil
 }
 
 // Driver returns respool's Driver.
@@ -137,16 +165,27 @@ func (c *Connector) Driver() driver.Driver { return Driver{} }
 // unlike sql.DB.Stats, which sees connections only while they are in use.
 func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
-// Pool returns the connector's pool, for those who want its Config or to
-// take connections directly.
+// Pool returns the connector's pool, for its Config. Its objects are
+// respool's; RawConn returns the real driver's connection one holds.
 func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 
 // Close removes c from Connectors at once and closes the pool; sql.DB.Close
-// calls it. It waits, at most 30 s, for connections still in use to come
-// back.
+// calls it. It returns at once, as database/sql does with the plain drivers:
+// new takes fail with pool.ErrClosed, idle connections are closed, and
+// connections still in use are closed as they come back (a lost one when the
+// leak detector finds it). With Config.CloseTimeout it waits that long for
+// the last connection to be closed, and returns the pool's error, matching
+// context.DeadlineExceeded, if some are still in use then.
 func (c *Connector) Close() error {
 	unregister(c)
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	if b := c.resetBound.Load(); b != nil {
+		defer b.cancel()
+	}
+	if c.closeTimeout <= 0 {
+		c.pool.StartClose()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
 	return c.pool.Close(ctx)
 }

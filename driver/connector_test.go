@@ -67,13 +67,25 @@ func (m *mockDB) met(t *testing.T) {
 	}
 }
 
+// metOnceClosed is met for an expected Close, which a closing pool does in
+// the background: it waits for the expectations to be met, at most
+// settleTimeout.
+func (m *mockDB) metOnceClosed(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(settleTimeout)
+	for m.mock.ExpectationsWereMet() != nil && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	m.met(t)
+}
+
 // quietLogger drops the pool's log lines: sqlmock's connection returns an
 // error from every Close it was not told to expect, which the pool logs.
 var quietLogger = slog.New(slog.DiscardHandler)
 
 // newTestConnector makes a Connector for cfg and closes it when the test
 // ends.
-func newTestConnector(t *testing.T, cfg Config) *Connector {
+func newTestConnector(t testing.TB, cfg Config) *Connector {
 	t.Helper()
 	if cfg.Pool.Logger == nil {
 		cfg.Pool.Logger = quietLogger
@@ -92,7 +104,7 @@ func newTestConnector(t *testing.T, cfg Config) *Connector {
 
 // openDB returns a *sql.DB on a Connector for cfg; both are closed when the
 // test ends.
-func openDB(t *testing.T, cfg Config) (*sql.DB, *Connector) {
+func openDB(t testing.TB, cfg Config) (*sql.DB, *Connector) {
 	t.Helper()
 	c := newTestConnector(t, cfg)
 	db := sql.OpenDB(c)
@@ -184,10 +196,12 @@ type faultConn struct {
 	dead   atomic.Bool // every operation fails with driver.ErrBadConn, the server having gone
 	closed atomic.Bool
 
-	mu       sync.Mutex
-	resetErr error               // what ResetSession returns; guarded by mu
-	txOpts   sqldriver.TxOptions // of the last BeginTx; guarded by mu
-	begun    int                 // BeginTx calls; guarded by mu
+	mu         sync.Mutex
+	resetErr   error               // what ResetSession returns; guarded by mu
+	resetHangs bool                // ResetSession waits for its context to end, as on a stopped network; guarded by mu
+	resets     []context.Context   // of every ResetSession call; guarded by mu
+	txOpts     sqldriver.TxOptions // of the last BeginTx; guarded by mu
+	begun      int                 // BeginTx calls; guarded by mu
 }
 
 var (
@@ -291,10 +305,29 @@ func (c *faultConn) CheckNamedValue(nv *sqldriver.NamedValue) error {
 	return c.inner.(sqldriver.NamedValueChecker).CheckNamedValue(nv)
 }
 
-func (c *faultConn) ResetSession(context.Context) error {
+func (c *faultConn) ResetSession(ctx context.Context) error {
+	c.mu.Lock()
+	c.resets = append(c.resets, ctx)
+	hangs, err := c.resetHangs, c.resetErr
+	c.mu.Unlock()
+	if hangs {
+		<-ctx.Done()
+		return sqldriver.ErrBadConn // as pgx reports a ping cut short
+	}
+	return err
+}
+
+// resetCalls returns the contexts of the ResetSession calls so far.
+func (c *faultConn) resetCalls() []context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.resetErr
+	return append([]context.Context(nil), c.resets...)
+}
+
+func (c *faultConn) setResetHangs() {
+	c.mu.Lock()
+	c.resetHangs = true
+	c.mu.Unlock()
 }
 
 func (c *faultConn) IsValid() bool { return c.valid.Load() }
@@ -530,7 +563,7 @@ func TestDBCloseClosesThePool(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("db.Close: %v", err)
 	}
-	s := c.Stats()
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Total == 0 })
 	if s.Total != 0 || s.Idle != 0 {
 		t.Errorf("after db.Close: pool Total %d, Idle %d; want 0, 0", s.Total, s.Idle)
 	}
@@ -543,48 +576,65 @@ func TestDBCloseClosesThePool(t *testing.T) {
 	m.met(t)
 }
 
-func TestDBCloseWaitsForConnectionsInUse(t *testing.T) {
+// db.Close returns at once, as with the plain drivers: the pool refuses new
+// takes, closes its idle connections, and closes those in use as they come
+// back.
+func TestDBCloseReturnsAtOnce(t *testing.T) {
 	m := newMock(t)
-	db, c := openMockDB(t, m, pool.Config{MaxObjects: 1})
+	m.expectInt("SELECT 1", 1)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 2})
 	ctx := context.Background()
 	held, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Close()
+	if _, err := queryInt(ctx, db, "SELECT 1"); err != nil { // on a second connection, then idle
+		t.Fatal(err)
+	}
+	inUse, idle := fc.conn(t, 1), fc.conn(t, 2)
 
-	closed := make(chan error, 1)
-	go func() { closed <- db.Close() }()
-	// The pool refuses takes once Close has begun; TryTake never waits.
-	for deadline := time.Now().Add(settleTimeout); ; runtime.Gosched() {
-		_, err := c.Pool().TryTake()
-		if errors.Is(err, pool.ErrClosed) {
-			break
-		}
-		if !errors.Is(err, pool.ErrNoIdleObject) {
-			t.Fatalf("TryTake while the only connection is held: %v", err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool still takes %v after db.Close began", settleTimeout)
-		}
+	if err := db.Close(); err != nil { // with a connection in use
+		t.Fatalf("db.Close: %v", err)
 	}
-	select {
-	case err := <-closed:
-		t.Fatalf("db.Close returned (%v) while a connection was in use", err)
-	default:
+	if _, err := c.Pool().TryTake(); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("TryTake after db.Close = %v; want pool.ErrClosed", err)
 	}
-	if s := c.Stats(); s.Total != 1 || s.InUse != 1 {
-		t.Errorf("during Close: Total %d, InUse %d; want 1, 1", s.Total, s.InUse)
+	waitStats(t, c, func(s pool.Stats) bool { return s.Total == 1 })
+	if !idle.closed.Load() || inUse.closed.Load() {
+		t.Errorf("after db.Close: idle connection closed %v, connection in use closed %v; want true, false",
+			idle.closed.Load(), inUse.closed.Load())
 	}
 
 	if err := held.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-closed; err != nil {
-		t.Fatalf("db.Close: %v", err)
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Total == 0 })
+	if s.Destroyed(pool.DestroyClosed) != 2 || !inUse.closed.Load() {
+		t.Errorf("after the connection came back: Total %d, Destroyed(DestroyClosed) %d, closed %v; want 0, 2, true",
+			s.Total, s.Destroyed(pool.DestroyClosed), inUse.closed.Load())
 	}
-	if s := c.Stats(); s.Total != 0 || s.Destroyed(pool.DestroyClosed) != 1 {
-		t.Errorf("after Close: Total %d, Destroyed(DestroyClosed) %d; want 0, 1", s.Total, s.Destroyed(pool.DestroyClosed))
+}
+
+// With CloseTimeout, Close waits that long for connections in use.
+func TestCloseTimeoutWaitsForConnectionsInUse(t *testing.T) {
+	m := newMock(t)
+	fc := &faultConnector{m: m}
+	c := newTestConnector(t, Config{Connector: fc, CloseTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	dc, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close with a connection in use past CloseTimeout = %v; want context.DeadlineExceeded", err)
+	}
+	if err := dc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, c, func(s pool.Stats) bool { return s.Total == 0 })
+	if !fc.conn(t, 1).closed.Load() {
+		t.Error("the connection was not closed")
 	}
 }
 
@@ -610,7 +660,7 @@ func TestOpenDBAppliesTheDSNsPoolKeys(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	m.met(t)
+	m.metOnceClosed(t) // db.Close closes idle connections in the background
 }
 
 func TestSQLOpen(t *testing.T) {
@@ -631,7 +681,7 @@ func TestSQLOpen(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	m.met(t)
+	m.metOnceClosed(t) // db.Close closes idle connections in the background
 }
 
 func TestDriverOpenIsUnpooled(t *testing.T) {

@@ -20,10 +20,73 @@
 // a connection from the pool again. The number of physical connections, the
 // idle timeout, the wait queue and leak detection are respool's alone, and the
 // pool's Stats (Connector.Stats) tell the truth; sql.DB.Stats counts shells.
-// A statement prepared through *sql.DB is prepared again on the connection
-// that serves each use, and closed before that connection goes back.
-// A Take refused because the wait queue is full reaches the caller of
-// QueryContext as an error for which errors.Is(err, pool.ErrQueueFull) holds.
+//
+// # Reuse and give-back
+//
+// A connection taken for reuse is checked first, with the caller's context,
+// by the real driver's ResetSession (pgx pings a connection that idled and
+// refuses one left inside a transaction; go-sql-driver/mysql notices a
+// connection the server closed); one it refuses is closed and another taken,
+// so that sessions the server ended (a restart, pg_terminate_backend, KILL,
+// an idle timeout) fail no query. The check ends with the caller's context,
+// or after the pool's TestTimeout when that context cannot end. Giving a
+// connection back does no I/O, so it cannot hang on a network that stopped.
+//
+// sql.DB.Close returns at once, as it does with the plain drivers: idle
+// connections are closed, connections in use are closed as they come back,
+// and a lost one when the leak detector finds it. Config.CloseTimeout makes
+// Close wait for the last one, within that bound.
+//
+// # database/sql's settings
+//
+// sql.DB's own settings act on database/sql's shells, not on connections:
+//
+//   - SetMaxOpenConns limits connections in use, but callers past it wait
+//     in database/sql's own queue, unbounded and unseen by respool; use the
+//     pool's MaxObjects and MaxQueueSize (respool_max_conns,
+//     respool_max_queue).
+//   - SetMaxIdleConns, SetConnMaxLifetime and SetConnMaxIdleTime close
+//     shells only; the connection stays in the pool. Use MaxIdle, MinIdle,
+//     MaxLifetime (respool_max_idle_time, respool_min_idle,
+//     respool_max_lifetime).
+//   - sql.DB.Stats counts shells (its InUse is the connections in use);
+//     Connector.Stats counts connections.
+//
+// # Prepared statements
+//
+// A statement prepared through database/sql (*sql.Stmt) stays prepared on
+// each physical connection it is used on: each connection keeps a cache of
+// at most 128 statements by query (the least recently used is closed past
+// that), so a *sql.Stmt is prepared at most once per physical connection,
+// whichever of database/sql's shells runs it. When the last *sql.Stmt of a
+// query is closed, the statement is closed on the connection in hand at
+// once, and on each other connection when it is next taken or, idle, tested
+// (every ValidationInterval); a connection's statements end with it.
+//
+// # Leaks
+//
+// database/sql keeps every connection it has open reachable, so a leak made
+// through it is found in one of two ways, both on by default (a report names
+// the code that took the connection when Pool.Leak.CaptureStack is set):
+//
+//   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
+//     query whose context cannot end, is found by the garbage collector:
+//     while rows are open, the pool's Handle is held by respool's rows, which
+//     only the *sql.Rows reaches. Within two collections it is reported as
+//     LEAK-DETECTED (with the stack of the code that ran the query), its
+//     connection is closed and its slot freed. (database/sql closes the
+//     rows of a query whose context can end when that context ends.)
+//   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql
+//     (the Tx's goroutine watching its context; the DB's list of open
+//     connections), so no collector finds it: it is reported once as
+//     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
+//     (DefaultHoldThreshold, 5m, on this path), and keeps its connection.
+//
+// # The real connection
+//
+// sql.Conn.Raw passes respool's connection to its function; RawConn returns
+// the real driver's (for pgx, a *stdlib.Conn whose Conn method gives the
+// *pgx.Conn, for CopyFrom or LISTEN/NOTIFY).
 //
 // # Finding the pools
 //
@@ -42,5 +105,7 @@
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,
 // &pgErr), err.(*mysql.MySQLError) keep working), including those of a failed
-// connection attempt. respool's own errors are respool's types.
+// connection attempt. respool's own errors are respool's types. A Take
+// refused because the wait queue is full reaches the caller of QueryContext
+// as an error for which errors.Is(err, pool.ErrQueueFull) holds.
 package driver

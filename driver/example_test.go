@@ -7,6 +7,9 @@ import (
 	"log"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/respool/respool/driver"
 	"github.com/respool/respool/pool"
 )
@@ -102,4 +105,32 @@ func ExampleLookup() {
 	// Output:
 	// orders 20 0
 	// found orders
+}
+
+// sql.Conn.Raw passes respool's connection; RawConn returns the real
+// driver's, here pgx's, for its own API: CopyFrom, LISTEN/NOTIFY. The same
+// code works on a *sql.DB opened with sql.Open("pgx", …).
+func ExampleRawConn() {
+	db, err := sql.Open("respool", "postgres://app:s3cret@db.example.com/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	err = conn.Raw(func(dc any) error {
+		pgxConn := driver.RawConn(dc).(*stdlib.Conn).Conn()
+		n, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "name"},
+			pgx.CopyFromRows([][]any{{1, "signup"}, {2, "login"}}))
+		fmt.Println(n, "rows copied")
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 }

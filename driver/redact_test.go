@@ -395,15 +395,18 @@ func TestPrintedPoolHidesThePassword(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewConnector: %v", err)
 		}
-		// Closed first: fmt reads the pool's fields without its atomics.
+		// Closed and ended first: fmt reads the pool's fields without its atomics.
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.Pool().Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		for _, verb := range []string{"%v", "%+v", "%#v"} {
-			if s := fmt.Sprintf(verb, *c.Pool()); hasMark(s) {
+			if s := fmt.Sprintf(verb, c.Pool()); hasMark(s) {
 				t.Errorf("%s of the pool of %q shows the password: %s", verb, dsn, s)
 			}
-			if s := fmt.Sprintf(verb, *c); hasMark(s) {
+			if s := fmt.Sprintf(verb, c); hasMark(s) {
 				t.Errorf("%s of the Connector of %q shows the password: %s", verb, dsn, s)
 			}
 		}

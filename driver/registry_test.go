@@ -54,6 +54,9 @@ func TestLookupThroughSQLOpen(t *testing.T) {
 	if slices.Contains(Connectors(), c) {
 		t.Errorf("Connectors() lists a closed Connector")
 	}
+	if err := c.Pool().Close(context.Background()); err != nil { // db.Close does not wait for the connection's close
+		t.Fatal(err)
+	}
 	m.met(t)
 }
 
@@ -126,10 +129,13 @@ func TestRegistryHoldsNoPassword(t *testing.T) {
 	if c == nil {
 		t.Fatalf("Lookup(%q) = nil", name)
 	}
-	if err := db.Close(); err != nil { // stops the pool's goroutines, which fmt would race with
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{c.Name(), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c.Pool()), fmt.Sprintf("%+v", c.Stats())} {
+	if err := c.Pool().Close(context.Background()); err != nil { // the pool's goroutines, which fmt would race with, have ended
+		t.Fatal(err)
+	}
+	for _, s := range []string{c.Name(), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c.Pool()), fmt.Sprintf("%+v", c.Stats())} {
 		if hasMark(s) {
 			t.Errorf("the Connector found by Lookup shows the password: %s", s)
 		}

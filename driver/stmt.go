@@ -4,21 +4,22 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"slices"
 )
 
-// stmt is a statement database/sql prepared on a conn. Its real statement
-// lives on the connection the conn had when it was prepared and is closed
-// when that connection goes back to the pool; the next use prepares it again
-// on the connection the conn has then. It is watched for driver.ErrBadConn
-// like tx. Rows are not wrapped (a query's hot path); drivers that lose a
-// connection while reading rows mark it invalid themselves
-// (driver.Validator), which the pool checks on give-back.
+// stmt is a statement database/sql prepared on a conn. The real statement
+// lives in the statement cache of each physical connection the conn uses it
+// on (physConn.stmts): prepared there on its first use, kept while any
+// statement of the query is open, and closed there once none is (when the
+// connection is next taken or tested, or at once if it is the conn's), or
+// when the connection is destroyed. So a *sql.Stmt is prepared at most once
+// per physical connection, whichever shells database/sql runs it on. It is
+// watched for driver.ErrBadConn like tx, and its rows hold the Handle like
+// the conn's (see rows).
 type stmt struct {
 	c        *conn
 	query    string
-	inner    driver.Stmt // nil until prepared on the conn's current connection
 	numInput int
+	closed   bool
 }
 
 var (
@@ -28,41 +29,30 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-// ready makes sure s is prepared on its conn's current connection.
-func (s *stmt) ready(ctx context.Context) error {
-	if s.inner != nil {
-		return nil
+// inner returns the real statement on the conn's current connection,
+// preparing it there if needed. Call it with the conn locked.
+func (s *stmt) inner(ctx context.Context) (driver.Stmt, error) {
+	if err := s.c.ready(); err != nil {
+		return nil, err
 	}
-	if s.c.inner == nil {
-		return errDetached
-	}
-	inner, err := s.c.prepare(ctx, s.query)
-	if err != nil {
-		return err
-	}
-	s.inner = inner
-	s.c.stmts = append(s.c.stmts, s)
-	return nil
+	return s.c.pc.stmts.get(ctx, s.query, s.c.prepare)
 }
 
-// closeInner closes the real statement (its connection is about to go back).
-func (s *stmt) closeInner() {
-	if s.inner != nil {
-		_ = s.inner.Close()
-		s.inner = nil
-	}
-}
-
+// Close ends this statement; the last of its query closes the real
+// statement on the conn's connection now, and on the others when they are
+// next taken or tested.
 func (s *stmt) Close() error {
-	if s.inner == nil {
+	c := s.c
+	locked := c.lock()
+	defer c.unlock(locked)
+	if s.closed {
 		return nil
 	}
-	err := s.inner.Close()
-	s.inner = nil
-	if i := slices.Index(s.c.stmts, s); i >= 0 {
-		s.c.stmts = slices.Delete(s.c.stmts, i, i+1)
+	s.closed = true
+	if c.c.stmts.closed(s.query) && c.ready() == nil {
+		c.pc.stmts.dropQuery(s.query)
 	}
-	return err
+	return nil
 }
 
 func (s *stmt) NumInput() int { return s.numInput }
@@ -71,10 +61,18 @@ func (s *stmt) NumInput() int { return s.numInput }
 //
 // Deprecated: database/sql calls ExecContext.
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
-	if err := s.ready(context.Background()); err != nil {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	return s.execValues(context.Background(), args)
+}
+
+func (s *stmt) execValues(ctx context.Context, args []driver.Value) (driver.Result, error) {
+	inner, err := s.inner(ctx)
+	if err != nil {
 		return nil, err
 	}
-	r, err := s.inner.Exec(args)
+	//lint:ignore SA1019 the wrapped driver has nothing newer
+	r, err := inner.Exec(args)
 	return r, s.c.check(err)
 }
 
@@ -82,18 +80,32 @@ func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
 //
 // Deprecated: database/sql calls QueryContext.
 func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
-	if err := s.ready(context.Background()); err != nil {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	return s.queryValues(context.Background(), args)
+}
+
+func (s *stmt) queryValues(ctx context.Context, args []driver.Value) (driver.Rows, error) {
+	inner, err := s.inner(ctx)
+	if err != nil {
 		return nil, err
 	}
-	r, err := s.inner.Query(args)
-	return r, s.c.check(err)
+	//lint:ignore SA1019 the wrapped driver has nothing newer
+	r, err := inner.Query(args)
+	if err != nil {
+		return nil, s.c.check(err)
+	}
+	return s.c.lend(r), nil
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.ready(ctx); err != nil {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	inner, err := s.inner(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if ec, ok := s.inner.(driver.StmtExecContext); ok {
+	if ec, ok := inner.(driver.StmtExecContext); ok {
 		r, err := ec.ExecContext(ctx, args)
 		return r, s.c.check(err)
 	}
@@ -101,31 +113,43 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
-	return s.Exec(values)
+	return s.execValues(ctx, values)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.ready(ctx); err != nil {
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	inner, err := s.inner(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if qc, ok := s.inner.(driver.StmtQueryContext); ok {
+	if qc, ok := inner.(driver.StmtQueryContext); ok {
 		r, err := qc.QueryContext(ctx, args)
-		return r, s.c.check(err)
+		if err != nil {
+			return nil, s.c.check(err)
+		}
+		return s.c.lend(r), nil
 	}
 	values, err := plainValues(ctx, args)
 	if err != nil {
 		return nil, err
 	}
-	return s.Query(values)
+	return s.queryValues(ctx, values)
 }
 
 // CheckNamedValue asks the statement's checker, else the connection's, as
 // database/sql would have without the wrapper.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
-	if nc, ok := s.inner.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(nv)
+	locked := s.c.lock()
+	defer s.c.unlock(locked)
+	if s.c.ready() == nil {
+		if e := s.c.pc.stmts.byQuery[s.query]; e != nil {
+			if nc, ok := e.inner.(driver.NamedValueChecker); ok {
+				return nc.CheckNamedValue(nv)
+			}
+		}
 	}
-	return s.c.CheckNamedValue(nv)
+	return s.c.checkNamedValue(nv)
 }
 
 // plainValues converts args for a driver without the context interfaces,

@@ -9,5 +9,15 @@ type tx struct {
 	inner driver.Tx
 }
 
-func (t tx) Commit() error   { return t.c.check(t.inner.Commit()) }
-func (t tx) Rollback() error { return t.c.check(t.inner.Rollback()) }
+func (t tx) Commit() error   { return t.end(t.inner.Commit) }
+func (t tx) Rollback() error { return t.end(t.inner.Rollback) }
+
+// end runs the real transaction's Commit or Rollback.
+func (t tx) end(f func() error) error {
+	locked := t.c.lock()
+	defer t.c.unlock(locked)
+	if t.c.reclaimed {
+		return errReclaimed
+	}
+	return t.c.check(f())
+}

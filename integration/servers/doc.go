@@ -11,7 +11,10 @@
 //
 // Every server serves database "respool" to user "respool" with password
 // "respool-secret" over TCP with password authentication. Server.Stop stops
-// the server and deletes everything it created. Local server processes also
+// the server and deletes everything it created; Server.Restart (local servers)
+// stops it as its own shutdown does, ending every session, and starts it again
+// on the same address. A Proxy between clients and a server can stop
+// forwarding, as a network path that drops every packet would. Local server processes also
 // receive a termination signal when the test process dies (Linux), and
 // directories left behind by crashed runs are removed by the next start.
 //

@@ -126,41 +126,42 @@ func runMariaDB(ctx context.Context, bin, dir, data, logPath string, asUser []st
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--no-defaults", "--datadir=" + data,
-		"--socket=" + filepath.Join(dir, "mariadb.sock"), "--pid-file=" + filepath.Join(dir, "mariadb.pid"),
-		"--tmpdir=" + dir, "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(port),
-		"--skip-name-resolve", "--performance-schema=OFF"}, asUser...)
-	p, err := startProcess(logPath, nil, syscall.SIGTERM, bin, append(args, mariadbTuning...)...)
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{
 		Kind: KindMariaDB, Backend: BackendLocal,
 		Host: "127.0.0.1", Port: port,
 		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
-		stop: func(ctx context.Context) error {
-			return errors.Join(p.stop(ctx), os.RemoveAll(dir))
-		},
 	}
 	cfg, err := mysql.ParseDSN(s.MySQLDSN())
 	if err != nil {
-		_ = p.stop(ctx)
 		return nil, fmt.Errorf("servers: mariadb: %w", err)
 	}
 	cfg.Timeout = time.Second
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		_ = p.stop(ctx)
 		return nil, fmt.Errorf("servers: mariadb: %w", err)
 	}
-	err = p.waitReady(ctx, func(ctx context.Context) error {
-		db := sql.OpenDB(connector)
-		defer db.Close()
-		return db.PingContext(ctx)
-	})
-	if err != nil {
-		_ = p.stop(ctx) // keep dir: the caller may retry in it
-		return nil, err
+	args := append([]string{"--no-defaults", "--datadir=" + data,
+		"--socket=" + filepath.Join(dir, "mariadb.sock"), "--pid-file=" + filepath.Join(dir, "mariadb.pid"),
+		"--tmpdir=" + dir, "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(port),
+		"--skip-name-resolve", "--performance-schema=OFF"}, asUser...)
+	l := &localServer{
+		start: func() (*process, error) {
+			return startProcess(logPath, nil, syscall.SIGTERM, bin, append(args, mariadbTuning...)...)
+		},
+		ready: func(ctx context.Context, p *process) error {
+			return p.waitReady(ctx, func(ctx context.Context) error {
+				db := sql.OpenDB(connector)
+				defer db.Close()
+				return db.PingContext(ctx)
+			})
+		},
+	}
+	if err := l.run(ctx); err != nil {
+		return nil, err // dir is kept: the caller may retry in it
+	}
+	s.restart = l.restart
+	s.stop = func(ctx context.Context) error {
+		return errors.Join(l.stop(ctx), os.RemoveAll(dir))
 	}
 	return s, nil
 }

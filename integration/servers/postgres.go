@@ -101,40 +101,47 @@ func runPostgres(ctx context.Context, bin, dir, data, logPath string, cred *sysc
 	if err != nil {
 		return nil, err
 	}
-	// SIGINT is PostgreSQL's fast shutdown: it disconnects clients.
-	p, err := startProcess(logPath, cred, syscall.SIGINT, bin,
-		"-D", data, "-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
-		"-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off")
-	if err != nil {
-		return nil, err
+	admin := &Server{Host: "127.0.0.1", Port: port, User: DefaultUser, Password: DefaultPassword,
+		Database: "postgres"} // exists after initdb
+	l := &localServer{
+		start: func() (*process, error) {
+			// SIGINT is PostgreSQL's fast shutdown: it disconnects clients.
+			return startProcess(logPath, cred, syscall.SIGINT, bin,
+				"-D", data, "-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+				"-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
+				"-c", "full_page_writes=off")
+		},
+		ready: func(ctx context.Context, p *process) error {
+			return p.waitReady(ctx, func(ctx context.Context) error {
+				conn, err := pgx.Connect(ctx, admin.PgxDSN())
+				if err != nil {
+					return err
+				}
+				return conn.Close(ctx)
+			})
+		},
 	}
-	s := &Server{
+	if err := l.run(ctx); err != nil {
+		return nil, err // dir is kept: the caller may retry in it
+	}
+	conn, err := pgx.Connect(ctx, admin.PgxDSN())
+	if err == nil {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+DefaultDatabase)
+		err = errors.Join(err, conn.Close(ctx))
+	}
+	if err != nil {
+		_ = l.stop(ctx)
+		return nil, fmt.Errorf("servers: postgres: create database: %w", err)
+	}
+	return &Server{
 		Kind: KindPostgres, Backend: BackendLocal,
 		Host: "127.0.0.1", Port: port,
 		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
+		restart: l.restart,
 		stop: func(ctx context.Context) error {
-			return errors.Join(p.stop(ctx), os.RemoveAll(dir))
+			return errors.Join(l.stop(ctx), os.RemoveAll(dir))
 		},
-	}
-	admin := &Server{Host: s.Host, Port: s.Port, User: s.User, Password: s.Password,
-		Database: "postgres"} // exists after initdb
-	var conn *pgx.Conn
-	err = p.waitReady(ctx, func(ctx context.Context) (err error) {
-		conn, err = pgx.Connect(ctx, admin.PgxDSN())
-		return err
-	})
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+DefaultDatabase)
-		if err = errors.Join(err, conn.Close(ctx)); err != nil {
-			err = fmt.Errorf("servers: postgres: create database: %w", err)
-		}
-	}
-	if err != nil {
-		_ = p.stop(ctx) // keep dir: the caller may retry in it
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 // postgresCredential returns the credential of the postgres OS user when we

@@ -45,6 +45,7 @@ type Server struct {
 	Startup  time.Duration // how long the start function took
 
 	stop     func(context.Context) error // stops the server and removes its files
+	restart  func(context.Context) error // nil: Restart is not supported
 	stopOnce sync.Once
 	stopErr  error
 }

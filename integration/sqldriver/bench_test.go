@@ -3,12 +3,23 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	_ "github.com/respool/respool/driver"
+	"github.com/respool/respool/integration/servers"
 )
+
+// sqlPools are the database/sql pools the benchmarks compare: respool's
+// driver as sql.Open makes it, the same recording leak stacks, and pgx's
+// stdlib driver.
+var sqlPools = []struct{ name, driver, keys string }{
+	{"respool", "respool", "respool_max_conns=8"},
+	{"respool-stack", "respool", "respool_max_conns=8&respool_leak_stack=true"},
+	{"pgx-stdlib", "pgx", ""},
+}
 
 // BenchmarkSelect1 runs SELECT 1 on the same PostgreSQL server through
 // respool's database/sql driver, through database/sql with pgx's stdlib
@@ -17,14 +28,14 @@ import (
 func BenchmarkSelect1(b *testing.B) {
 	ctx := context.Background()
 	const conns = 8
-	sqlPools := []struct{ name, driver, dsn string }{
-		{"respool", "respool", withKeys(pg, "respool_max_conns=8&respool_leak_detection=true")},
-		{"pgx-stdlib", "pgx", pg.DSN()},
-	}
 	for _, mode := range []string{"serial", "parallel"} {
 		for _, sp := range sqlPools {
 			b.Run(mode+"/pool="+sp.name, func(b *testing.B) {
-				db, err := sql.Open(sp.driver, sp.dsn)
+				dsn := pg.DSN()
+				if sp.keys != "" {
+					dsn = withKeys(pg, sp.keys)
+				}
+				db, err := sql.Open(sp.driver, dsn)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -94,4 +105,42 @@ func runSelect1(b *testing.B, mode string, query func() error) {
 			}
 		}
 	})
+}
+
+// BenchmarkPrepared runs one db.Prepare'd statement with an argument on
+// PostgreSQL and MariaDB, through respool's driver (as sql.Open makes it) and
+// through the plain driver, in one run: serially and from 8 goroutines on 8
+// connections. database/sql's own idle list is as large as the pool, so that
+// the plain drivers keep their connections (and statements) too.
+func BenchmarkPrepared(b *testing.B) {
+	ctx := context.Background()
+	const conns = 8
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, s := range []*servers.Server{pg, maria} {
+			for _, name := range []string{"respool", s.DriverName()} {
+				b.Run(mode+"/"+s.Kind+"/pool="+name, func(b *testing.B) {
+					dsn, drv := s.DSN(), s.DriverName()
+					if name == "respool" {
+						dsn, drv = withKeys(s, fmt.Sprintf("respool_max_conns=%d", conns)), "respool"
+					}
+					db, err := sql.Open(drv, dsn)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer db.Close()
+					db.SetMaxOpenConns(conns)
+					db.SetMaxIdleConns(conns)
+					stmt, err := db.PrepareContext(ctx, "SELECT "+placeholder(s, 1)+" + 1")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer stmt.Close()
+					runSelect1(b, mode, func() error {
+						var n int
+						return stmt.QueryRowContext(ctx, 41).Scan(&n)
+					})
+				})
+			}
+		}
+	}
 }

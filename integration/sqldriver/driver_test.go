@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -309,18 +308,8 @@ func startAndForgetTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 func TestLeakedRowsAndTxAreReportedWithTheStackThatStartedThem(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
-		cfg, err := driver.ParseDSN(withKeys(s, "respool_max_conns=2&respool_leak_stack=true&respool_leak_threshold=100ms&respool_validation_interval=20ms"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newSignalHandler("HELD-TOO-LONG")
-		cfg.Pool.Logger = slog.New(h)
-		c, err := driver.NewConnector(*cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(c)
-		defer db.Close()
+		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=2&respool_leak_stack=true&respool_leak_threshold=100ms&respool_validation_interval=20ms"),
+			"HELD-TOO-LONG")
 		rows, err := startAndForgetRows(ctx, db)
 		if err != nil {
 			t.Fatal(err)

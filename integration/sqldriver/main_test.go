@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -109,4 +110,23 @@ func (h *signalHandler) String() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.buf.String()
+}
+
+// openLogged opens dsn through respool with the pool's log going to a
+// signalHandler for msg; the *sql.DB is closed when the test ends.
+func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *driver.Connector, *signalHandler) {
+	t.Helper()
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newSignalHandler(msg)
+	cfg.Pool.Logger = slog.New(h)
+	c, err := driver.NewConnector(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, c, h
 }

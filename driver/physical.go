@@ -1,0 +1,68 @@
+package driver
+
+import (
+	"context"
+	"database/sql/driver"
+	"sync/atomic"
+
+	"github.com/respool/respool/factory"
+)
+
+// physConn is one physical connection: the real driver's connection and
+// respool's state of it. It is the object respool's pool holds, so its state
+// lives and dies with the connection. Its fields are touched only by whoever
+// holds it: the pool while it idles, one conn while it is attached to it.
+type physConn struct {
+	driver.Conn // the real driver's connection
+
+	// used is false until the connection is first taken: a connection just
+	// made needs no reset, as database/sql resets only connections it reuses.
+	used bool
+
+	stmts stmtCache // statements prepared on the connection
+
+	// shell is the conn the connection is attached to, if any: read by
+	// Destroy, which the pool may call from another goroutine when it
+	// reclaims the connection as leaked (see conn.reclaim).
+	shell atomic.Pointer[conn]
+}
+
+// physFactory is the pool's factory: factory.Connector's life cycle applied
+// to the real connection inside each physConn.
+type physFactory struct {
+	real  factory.Connector
+	stmts *stmtRegistry // the Connector's
+}
+
+var _ factory.Factory[driver.Conn] = physFactory{}
+
+func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
+	c, err := f.real.Create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &physConn{Conn: c}, nil
+}
+
+func (f physFactory) Validate(c driver.Conn) error { return f.real.Validate(c.(*physConn).Conn) }
+
+// Test tests an idle connection, after closing the statements no longer
+// wanted on it (see stmtRegistry).
+func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
+	pc := c.(*physConn)
+	pc.stmts.dropUnwanted(f.stmts)
+	return f.real.Test(ctx, pc.Conn)
+}
+
+// Destroy closes the real connection. A connection still attached to a conn
+// is one the pool reclaims as leaked (its Handle was lost with the rows that
+// held it; a conn gives a connection back before it detaches): the conn is
+// told, and the connection closed under its lock.
+func (f physFactory) Destroy(c driver.Conn) error {
+	pc := c.(*physConn)
+	closeConn := func() error { return f.real.Destroy(pc.Conn) }
+	if shell := pc.shell.Load(); shell != nil {
+		return shell.reclaim(pc, closeConn)
+	}
+	return closeConn()
+}

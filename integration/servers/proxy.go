@@ -1,0 +1,160 @@
+package servers
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// Proxy is a TCP proxy on a loopback port in front of a server, which a test
+// can tell to stop forwarding: as on a network path that drops every packet,
+// bytes then pass in neither direction but every connection stays open, so
+// that a client's reads and writes block instead of failing. New connections
+// are accepted meanwhile, and stall the same way.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{} // both ends of every proxied connection; guarded by mu
+	gate    chan struct{}         // closed while forwarding; guarded by mu
+	closed  bool                  // guarded by mu
+	closing chan struct{}         // closed by Close
+	wg      sync.WaitGroup        // the accept loop and every copy loop
+}
+
+// StartProxy starts a Proxy that forwards to target (host:port).
+func StartProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("servers: proxy: %w", err)
+	}
+	gate := make(chan struct{})
+	close(gate)
+	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{}), gate: gate,
+		closing: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr returns the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Server returns a Server like s that is reached through the proxy. Its Stop
+// and Restart do nothing to s.
+func (p *Proxy) Server(s *Server) *Server {
+	host, port, _ := net.SplitHostPort(p.Addr())
+	n, _ := strconv.Atoi(port)
+	return &Server{Kind: s.Kind, Backend: s.Backend, Host: host, Port: n,
+		User: s.User, Password: s.Password, Database: s.Database}
+}
+
+// StopForwarding makes the proxy hold every byte it receives from then on.
+func (p *Proxy) StopForwarding() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+		p.gate = make(chan struct{})
+	default: // already stopped
+	}
+}
+
+// Forward makes the proxy forward again, starting with the bytes it held.
+func (p *Proxy) Forward() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+	default:
+		close(p.gate)
+	}
+}
+
+// Close stops the proxy, closes every connection through it and waits for
+// its goroutines to end.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.closing)
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		if !p.track(client, server) {
+			return
+		}
+		p.wg.Add(2)
+		go p.copy(server, client)
+		go p.copy(client, server)
+	}
+}
+
+// track records both ends of a connection so that Close closes them; it
+// closes them and returns false when the proxy is closed.
+func (p *Proxy) track(a, b net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_, _ = a.Close(), b.Close()
+		return false
+	}
+	p.conns[a], p.conns[b] = struct{}{}, struct{}{}
+	return true
+}
+
+// copy forwards from src to dst, holding what it read while the proxy does
+// not forward. When either side ends, it closes both.
+func (p *Proxy) copy(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
+		_, _ = dst.Close(), src.Close()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.gate
+			p.mu.Unlock()
+			select {
+			case <-gate:
+			case <-p.closing:
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil { // EOF, a reset or Close: the connection is over
+			return
+		}
+	}
+}
