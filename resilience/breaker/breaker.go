@@ -221,6 +221,7 @@ func (b *Breaker) tripped(w word, now int64, t tally) {
 func (b *Breaker) exitHalfOpen(w word, o outcome, ok bool, now int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.advanceLocked(now) // HalfOpenMaxWait may have passed: then the trial is late
 	if b.load() != w {
 		return
 	}

@@ -239,3 +239,20 @@ func TestTimeWindowSlidesByBucket(t *testing.T) {
 		t.Fatalf("after 10s: %d calls; want 0", s.Calls)
 	}
 }
+
+// TestHalfOpenMaxWaitAppliesToLateTrials: trial calls that end after
+// HalfOpenMaxWait find the circuit already due to reopen; their successes
+// must not close it, whether or not anyone looked at the state meanwhile.
+func TestHalfOpenMaxWaitAppliesToLateTrials(t *testing.T) {
+	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxWait: 5 * time.Second,
+		OpenDelay: delay.Constants(time.Second)})
+	f.calls(1, errDown)
+	f.clk.Advance(time.Second)
+	p, err := f.b.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(5 * time.Second) // nobody calls State: the transition is due, not made
+	f.b.Exit(p, nil)
+	f.want(breaker.Open)
+}
