@@ -256,3 +256,18 @@ func TestHalfOpenMaxWaitAppliesToLateTrials(t *testing.T) {
 	f.b.Exit(p, nil)
 	f.want(breaker.Open)
 }
+
+// TestMinimumCallsAboveWindowSize: a count window can never hold more
+// than WindowSize calls, so a larger MinimumCalls would keep the circuit
+// closed for ever; it is refused.
+func TestMinimumCallsAboveWindowSize(t *testing.T) {
+	_, err := breaker.New(breaker.Config{WindowSize: 5, MinimumCalls: 10})
+	var ce *resilience.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "MinimumCalls" {
+		t.Fatalf("err %v; want a ConfigError on MinimumCalls", err)
+	}
+	// A time window may hold any number of calls.
+	if _, err := breaker.New(breaker.Config{Window: breaker.TimeWindow, WindowSize: 5, MinimumCalls: 10}); err != nil {
+		t.Fatal(err)
+	}
+}

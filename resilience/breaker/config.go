@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -45,7 +46,8 @@ type Config struct {
 	// WindowBuckets is how many buckets a time window moves by. Default 10.
 	WindowBuckets int
 	// MinimumCalls is how many calls the window must hold before a rate is
-	// judged. Default 100, or WindowSize when smaller.
+	// judged. Default 100, or WindowSize when smaller. A count window never
+	// holds more than WindowSize calls, so a larger value is refused.
 	MinimumCalls int
 	// FailureRate is the failure rate, in (0, 1], at which the circuit
 	// opens. Default 0.5.
@@ -146,6 +148,10 @@ func (c Config) validate() (Config, error) {
 		if c.Window == CountWindow {
 			c.MinimumCalls = min(c.MinimumCalls, c.WindowSize)
 		}
+	}
+	if err := resilience.Check(c.Window != CountWindow || c.Mode == Adaptive || c.MinimumCalls <= c.WindowSize,
+		mechanism, "MinimumCalls", c.MinimumCalls, fmt.Sprintf("at most WindowSize (%d) for a count window", c.WindowSize)); err != nil {
+		return c, err
 	}
 	if c.FailureRate == 0 {
 		c.FailureRate = DefaultFailureRate
