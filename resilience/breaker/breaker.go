@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -249,7 +250,7 @@ func (b *Breaker) toLocked(s State, now int64) {
 	case Open:
 		b.openings++
 		b.lastDelay = b.c.OpenDelay.Delay(b.openings, b.lastDelay, nil)
-		b.openUntil = now + int64(b.lastDelay)
+		b.openUntil = now + min(int64(b.lastDelay), math.MaxInt64-now) // saturated
 	case HalfOpen:
 		b.half = halfOpen{since: now, left: b.c.HalfOpenCalls}
 	case Closed:

@@ -225,3 +225,19 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenDelaySaturates: an uncapped exponential open delay that reaches
+// the largest duration keeps the circuit open; it must not wrap around
+// into the past and half-open at once.
+func TestOpenDelaySaturates(t *testing.T) {
+	f := newFixture(t, breaker.Config{OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: 1000 * time.Hour, Multiplier: 10}})
+	for i := range 6 {
+		if err := f.b.TransitionTo(breaker.Open); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Second)
+		if s := f.b.State(); s != breaker.Open {
+			t.Fatalf("opening %d: %v a second later; want open", i+1, s)
+		}
+	}
+}
