@@ -159,7 +159,7 @@ func (b *Breaker) Exit(p resilience.Permit, err error) {
 		}
 	}
 	if b.adaptive && w.state() == Closed {
-		b.exitAdaptive(o, ok, now)
+		b.exitAdaptive(p, o, ok, now)
 		return
 	}
 	if w.state() == HalfOpen {
@@ -361,27 +361,39 @@ func (b *Breaker) Stats() Stats {
 	return s
 }
 
-// enterAdaptive rejects with the SRE probability, counting every call as a
-// request.
+// enterAdaptive rejects with the SRE probability over the calls before
+// this one (a fresh window rejects nothing), counting every call, rejected
+// or not, as a request.
 func (b *Breaker) enterAdaptive(w word) (resilience.Permit, error) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tw := b.throttle
+	tw.advanceLocked(now)
+	p := b.rejectProbability(tw.total)
 	tw.addLocked(now, 1, 0, 0)
-	if p := b.rejectProbability(tw.total); p > 0 && b.random() < p {
+	if p > 0 && b.random() < p {
 		return resilience.Permit{}, b.rejectLocked(now, ErrThrottled, b.time(now+tw.width))
 	}
 	return resilience.Permit{Token: uint64(w), Since: now}, nil
 }
 
-func (b *Breaker) exitAdaptive(o outcome, ok bool, now int64) {
-	if !ok || o&failed != 0 {
+// exitAdaptive counts an accept, or takes the request back when its outcome
+// is not recorded (ignored, or rejected inside: the service said nothing).
+func (b *Breaker) exitAdaptive(p resilience.Permit, o outcome, ok bool, now int64) {
+	if ok && o&failed != 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.throttle.addLocked(now, 0, 1, 0) // an accept
+	if b.word.Load() != p.Token {
+		return // admitted before Reset or a manual transition: another window
+	}
+	if ok {
+		b.throttle.addLocked(now, 0, 1, 0) // an accept
+	} else {
+		b.throttle.takeBackLocked(p.Since, now)
+	}
 }
 
 // rejectProbability is max(0, (requests − K·accepts) / (requests + 1)).

@@ -148,7 +148,8 @@ func TestStaleOutcomeIsIgnored(t *testing.T) {
 
 // TestAdaptiveThrottling checks the SRE formula with a fixed random draw:
 // with K=2, rejections start once requests exceed twice the accepts, with
-// probability (requests − 2·accepts)/(requests + 1).
+// probability (requests − 2·accepts)/(requests + 1) over the requests
+// before the one being decided.
 func TestAdaptiveThrottling(t *testing.T) {
 	draw := 0.5
 	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return draw }})
@@ -158,18 +159,18 @@ func TestAdaptiveThrottling(t *testing.T) {
 	if s.Calls != 20 || s.Accepts != 10 || s.RejectProbability != 0 {
 		t.Fatalf("stats %+v; want 20 requests, 10 accepts, p=0", s)
 	}
-	f.calls(9, errDown) // 29 requests: p = (29-20)/30 = 0.3 < 0.5
+	f.calls(9, errDown) // the 29th request: p = (28-20)/29 ≈ 0.28 < 0.5
 	err := f.call(nil, 0)
-	if err != nil { // the 30th request: p = (30-20)/31 ≈ 0.32, draw 0.5: admitted
+	if err != nil { // the 30th request: p = (29-20)/30 = 0.3, draw 0.5: admitted
 		t.Fatal(err)
 	}
 	draw = 0.3
-	err = f.call(nil, 0) // request 31 with 11 accepts: p = (31-22)/32 ≈ 0.28 < 0.3
+	err = f.call(nil, 0) // request 31 after 11 accepts: p = (30-22)/31 ≈ 0.26 < 0.3
 	if err != nil {
 		t.Fatal(err)
 	}
 	draw = 0.1
-	err = f.call(nil, 0) // request 32, 12 accepts: p = (32-24)/33 ≈ 0.24 > 0.1
+	err = f.call(nil, 0) // request 32 after 12 accepts: p = (31-24)/32 ≈ 0.22 > 0.1
 	if !errors.Is(err, breaker.ErrThrottled) {
 		t.Fatalf("err %v; want ErrThrottled", err)
 	}
@@ -226,18 +227,38 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestOpenDelaySaturates: an uncapped exponential open delay that reaches
-// the largest duration keeps the circuit open; it must not wrap around
-// into the past and half-open at once.
-func TestOpenDelaySaturates(t *testing.T) {
-	f := newFixture(t, breaker.Config{OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: 1000 * time.Hour, Multiplier: 10}})
-	for i := range 6 {
-		if err := f.b.TransitionTo(breaker.Open); err != nil {
-			t.Fatal(err)
+// TestAdaptiveIgnoresWhatItDoesNotRecord: calls that an inner guard
+// rejected, or whose caller cancelled, say nothing about the service: in
+// adaptive mode they must not count as requests without an accept, or
+// the breaker would throttle because a local rate limiter rejects.
+func TestAdaptiveIgnoresWhatItDoesNotRecord(t *testing.T) {
+	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0 }})
+	f.calls(10, nil)
+	inner := resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
+	for range 100 {
+		if err := f.call(inner, 0); err != nil {
+			t.Fatalf("rejected: %v", err)
 		}
-		f.clk.Advance(time.Second)
-		if s := f.b.State(); s != breaker.Open {
-			t.Fatalf("opening %d: %v a second later; want open", i+1, s)
+		if err := f.call(context.Canceled, 0); err != nil {
+			t.Fatalf("rejected: %v", err)
 		}
+	}
+	if s := f.b.Stats(); s.Calls != 10 || s.Accepts != 10 || s.RejectProbability != 0 {
+		t.Fatalf("stats %+v; want 10 requests, 10 accepts", s)
+	}
+}
+
+// TestAdaptiveColdStartAdmits: with no history there is nothing to throttle
+// on; the probability is computed over the calls before this one, so a
+// fresh breaker (or one whose window emptied while idle) admits the first
+// call even with the lowest draw.
+func TestAdaptiveColdStartAdmits(t *testing.T) {
+	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0 }})
+	if err := f.call(nil, 0); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	f.clk.Advance(3 * time.Minute) // the window empties
+	if err := f.call(nil, 0); err != nil {
+		t.Fatalf("first call after an idle window: %v", err)
 	}
 }
