@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -161,6 +162,31 @@ func TestAcquireN(t *testing.T) {
 		g := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second}})
 		if err := g.l.TryAcquire(11); !errors.Is(err, ratelimit.ErrTooMany) {
 			t.Errorf("%v: 11 of 10: %v; want ErrTooMany", alg, err)
+		}
+	}
+}
+
+// TestHugeBurst: a Burst meant as "no limit on bursts" must not overflow
+// the bucket's depth in nanoseconds (Burst × Period/Permits) and refuse
+// everything; it is either refused by New, naming the field, or works.
+func TestHugeBurst(t *testing.T) {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.LeakyBucket} {
+		l, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}})
+		var ce *resilience.ConfigError
+		switch {
+		case errors.As(err, &ce):
+			if ce.Field != "Limit.Burst" {
+				t.Errorf("%v: %v; want a ConfigError on Limit.Burst", alg, err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", alg, err)
+		case !l.Allow():
+			t.Errorf("%v: the first permit of a huge burst was refused", alg)
+		}
+		// SetLimit checks the same.
+		l, _ = ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg}})
+		if err := l.SetLimit(ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}); err == nil && !l.Allow() {
+			t.Errorf("%v: after SetLimit, the first permit of a huge burst was refused", alg)
 		}
 	}
 }
