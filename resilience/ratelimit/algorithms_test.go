@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -187,6 +188,68 @@ func TestHugeBurst(t *testing.T) {
 		l, _ = ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg}})
 		if err := l.SetLimit(ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}); err == nil && !l.Allow() {
 			t.Errorf("%v: after SetLimit, the first permit of a huge burst was refused", alg)
+		}
+	}
+}
+
+// TestLeakyBucketCancelGivesTheSlotBack: a caller whose context ends while
+// it waits for its leaky-bucket slot gives the slot back when nobody was
+// scheduled after it (as x/time/rate's Wait cancels its reservation), so
+// that the next caller gets that slot instead of a later one; with a
+// caller scheduled after it, the slot cannot be given back.
+func TestLeakyBucketCancelGivesTheSlotBack(t *testing.T) {
+	bound := testctx.New(t)
+	for _, keyed := range []bool{false, true} {
+		clk := clocktest.New(time.Time{})
+		c := ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 10, Period: time.Second, Burst: 5}}
+		if keyed {
+			c.Store = ratelimit.NewMemoryStore()
+		}
+		l, err := ratelimit.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Acquire(bound, 1); err != nil { // the slot at 0
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(bound)
+		done := make(chan error, 1)
+		go func() { done <- l.Acquire(ctx, 1) }() // the slot at 100ms
+		if err := clk.WaitTimers(bound, 1); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: %v", err)
+		}
+		clk.Advance(50 * time.Millisecond)
+		err = l.TryAcquire(1) // may not wait: refused, but told the slot at 100ms
+		if at, ok := resilience.RetryAfter(err); !ok || at.Sub(clk.Now()) != 50*time.Millisecond {
+			t.Fatalf("store %v: retry after %v; want 50ms: the cancelled slot given back", keyed, at.Sub(clk.Now()))
+		}
+
+		// Slots at 100ms (cancelled) and 200ms (kept): the first stays taken.
+		ctx, cancel = context.WithCancel(bound)
+		go func() { done <- l.Acquire(ctx, 1) }()
+		if err := clk.WaitTimers(bound, 1); err != nil {
+			t.Fatal(err)
+		}
+		kept := make(chan error, 1)
+		go func() { kept <- l.Acquire(bound, 1) }()
+		if err := clk.WaitTimers(bound, 2); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: %v", err)
+		}
+		err = l.TryAcquire(1)
+		if at, ok := resilience.RetryAfter(err); !ok || at.Sub(clk.Now()) != 250*time.Millisecond {
+			t.Fatalf("store %v: retry after %v; want 250ms, after the kept slot", keyed, at.Sub(clk.Now()))
+		}
+		clk.Advance(150 * time.Millisecond)
+		if err := <-kept; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

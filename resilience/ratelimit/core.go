@@ -92,7 +92,10 @@ func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) err
 		return err
 	case d.OK:
 		if d.Wait > 0 {
-			return co.sleep(ctx, d.Wait)
+			if err := co.sleep(ctx, d.Wait); err != nil {
+				co.cancelSlot(ctx, key, n, lim, now, d.Wait)
+				return err
+			}
 		}
 		return nil
 	case d.RetryAfter < 0:
@@ -121,6 +124,16 @@ func (co *core) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// cancelSlot gives back a LeakyBucket slot taken at now that the caller
+// stopped waiting for, when no later caller was scheduled after it.
+func (co *core) cancelSlot(ctx context.Context, key string, n int64, lim *rule, now time.Time, wait time.Duration) {
+	if co.local != nil {
+		co.local.cancelSlot(lim, n, int64(now.Sub(co.epoch)), int64(wait))
+	} else if sc, ok := co.c.Store.(SlotCanceler); ok {
+		_ = sc.CancelSlot(context.WithoutCancel(ctx), key, n, lim.Limit, now, wait)
 	}
 }
 

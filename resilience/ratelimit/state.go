@@ -95,6 +95,14 @@ func (s *state) takeGCRA(l *rule, n, now, maxWait int64) decision {
 // time earlier than the state's latest counts as that latest time, so
 // that a straggler from the window before never resets the current one.
 
+// cancelSlot gives back the n permits of the LeakyBucket slot that a take
+// at now granted after a wait, unless a later take was scheduled after it:
+// their slots are set, and cannot move.
+func (s *state) cancelSlot(l *rule, n, now, wait int64) {
+	next := now + wait + n*l.interval
+	s.tat.CompareAndSwap(next, next-n*l.interval)
+}
+
 // windowOf returns the index of the window holding now.
 func windowOf(now int64, l *rule) int64 {
 	p := int64(l.Period)
