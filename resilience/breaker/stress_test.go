@@ -65,7 +65,7 @@ func TestStressTransitionsAndTrials(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(g), 7))
-					for range 2000 {
+					for range 1000 {
 						p, err := b.Enter(context.Background())
 						if err != nil {
 							continue
