@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,6 +251,25 @@ func TestLeakyBucketCancelGivesTheSlotBack(t *testing.T) {
 		clk.Advance(150 * time.Millisecond)
 		if err := <-kept; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestNegativePermits: asking for a negative number of permits is a
+// mistake, reported as such; it must not hand permits back to the bucket.
+func TestNegativePermits(t *testing.T) {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingLog,
+		ratelimit.SlidingWindow, ratelimit.LeakyBucket} {
+		f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 1, Period: time.Second}})
+		f.allow(1)
+		if err := f.l.TryAcquire(-2); err == nil || errors.Is(err, resilience.ErrRejected) || !strings.Contains(err.Error(), "-2") {
+			t.Errorf("%v: TryAcquire(-2): %v; want an error naming the count", alg, err)
+		}
+		if err := f.l.Acquire(context.Background(), -1); err == nil {
+			t.Errorf("%v: Acquire(-1) succeeded", alg)
+		}
+		if f.l.Allow() {
+			t.Errorf("%v: a permit appeared after a negative take", alg)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ func (co *core) take(ctx context.Context, key string, n int64, r *rule, now time
 // acquire takes n permits for key; wait says whether the caller may wait
 // (in the queue, or for a leaky bucket's slot).
 func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) error {
+	if n < 0 {
+		return fmt.Errorf("ratelimit: cannot acquire %d permits: want a count >= 0", n)
+	}
 	lim := co.limit.Load()
 	queued := wait && co.c.QueueSize > 0 && lim.Algorithm != LeakyBucket
 	if queued && co.nwait.Load() > 0 && co.hasWaiters(key) {
