@@ -196,7 +196,11 @@ func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromPro
 	}
 	again := fromProbe || (g != paused && !p.reopenedAt.IsZero() && now.Sub(p.reopenedAt) < window)
 	if again && c.Escalation > 1 {
-		d = max(d, time.Duration(float64(p.last)*c.Escalation))
+		grown := c.MaxPause // saturated: float64(math.MaxInt64) is out of range
+		if g := float64(p.last) * c.Escalation; g < float64(c.MaxPause) {
+			grown = time.Duration(g)
+		}
+		d = max(d, grown)
 		p.escalated++
 	}
 	d = min(d, c.MaxPause)

@@ -1,6 +1,7 @@
 package pause_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -64,5 +65,19 @@ func TestStaleProbeDoesNotOpen(t *testing.T) {
 	}
 	if !f.state().Open {
 		t.Fatal("not open after the current probe succeeded")
+	}
+}
+
+// TestEscalationSaturates: escalating a pause past the largest duration
+// (MaxPause set to "no cap") gives the largest pause, not a wrapped one.
+func TestEscalationSaturates(t *testing.T) {
+	f := newFixture(t, pause.Config{MaxPause: math.MaxInt64})
+	huge := time.Duration(1 << 62)
+	f.p.Hold(huge, slowDown{huge})
+	f.clk.Advance(huge)
+	f.call(nil) // the probe succeeds: open
+	f.call(slowDown{time.Second})
+	if got := f.state().LastPause; got < huge {
+		t.Fatalf("pause %v after escalating %v; want at least that", got, huge)
 	}
 }
