@@ -107,7 +107,7 @@ func (b *Breaker) enterSlow() (resilience.Permit, error) {
 		return resilience.Permit{}, b.rejectLocked(now, ErrOpen, b.time(b.openUntil))
 	case HalfOpen:
 		if b.half.left == 0 {
-			return resilience.Permit{}, b.rejectLocked(now, ErrHalfOpenFull, b.time(now).Add(b.lastDelay))
+			return resilience.Permit{}, b.rejectLocked(now, ErrHalfOpenFull, b.halfOpenRetryAtLocked(now))
 		}
 		b.half.left--
 		return resilience.Permit{Token: uint64(w), Since: now}, nil
@@ -115,6 +115,20 @@ func (b *Breaker) enterSlow() (resilience.Permit, error) {
 		return resilience.Permit{}, b.rejectLocked(now, ErrForcedOpen, time.Time{})
 	}
 	return resilience.Permit{Token: uint64(w), Since: now}, nil // moved on meanwhile
+}
+
+// halfOpenRetryAtLocked is when a call rejected for want of a trial permit
+// may come back: after an open delay (the first one when the circuit was
+// moved to HalfOpen by hand, without opening), or unknown.
+func (b *Breaker) halfOpenRetryAtLocked(now int64) time.Time {
+	d := b.lastDelay
+	if d <= 0 {
+		d = b.c.OpenDelay.Delay(1, 0, nil)
+	}
+	if d <= 0 {
+		return time.Time{}
+	}
+	return b.time(now).Add(d)
 }
 
 func (b *Breaker) rejectLocked(now int64, reason error, retryAt time.Time) error {

@@ -262,3 +262,24 @@ func TestAdaptiveColdStartAdmits(t *testing.T) {
 		t.Fatalf("first call after an idle window: %v", err)
 	}
 }
+
+// TestHalfOpenFullRetryAfterIsNeverNow: a rejection for taken trial calls
+// says to come back after an open delay; when there was no opening yet (a
+// manual move to HalfOpen) it must not say "now", which would make a retry
+// spend its attempts at once.
+func TestHalfOpenFullRetryAfterIsNeverNow(t *testing.T) {
+	f := newFixture(t, breaker.Config{HalfOpenCalls: 1})
+	if err := f.b.TransitionTo(breaker.HalfOpen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.b.Enter(context.Background())
+	if !errors.Is(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("err %v; want ErrHalfOpenFull", err)
+	}
+	if at, ok := resilience.RetryAfter(err); ok && !at.After(f.clk.Now()) {
+		t.Fatalf("retry after %v: now", at)
+	}
+}
