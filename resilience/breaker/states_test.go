@@ -218,6 +218,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"WindowSize":     {WindowSize: -1},
 		"OpenDelay.Kind": {OpenDelay: delay.Strategy{Kind: delay.Linear, Initial: time.Second}},
 		"WindowBuckets":  {WindowDuration: 5, WindowBuckets: 10},
+		"ThrottleK":      {Mode: breaker.Adaptive, ThrottleK: 0.5}, // would throttle a healthy service
 	} {
 		_, err := breaker.New(c)
 		var ce *resilience.ConfigError
