@@ -15,7 +15,8 @@ type Guard interface {
 	Enter(ctx context.Context) (Permit, error)
 	// Exit ends the call p admitted. err is the call's outcome: nil on
 	// success; an error matching ErrRejected when a guard inside this one
-	// rejected the call, so that it never ran.
+	// did not admit the call (it rejected it, or the wait in it ended with
+	// the context), so that it never ran.
 	Exit(p Permit, err error)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -106,7 +107,7 @@ func (b *Breaker) enterSlow() (resilience.Permit, error) {
 		return resilience.Permit{}, b.rejectLocked(now, ErrOpen, b.time(b.openUntil))
 	case HalfOpen:
 		if b.half.left == 0 {
-			return resilience.Permit{}, b.rejectLocked(now, ErrHalfOpenFull, b.time(now).Add(b.lastDelay))
+			return resilience.Permit{}, b.rejectLocked(now, ErrHalfOpenFull, b.halfOpenRetryAtLocked(now))
 		}
 		b.half.left--
 		return resilience.Permit{Token: uint64(w), Since: now}, nil
@@ -114,6 +115,20 @@ func (b *Breaker) enterSlow() (resilience.Permit, error) {
 		return resilience.Permit{}, b.rejectLocked(now, ErrForcedOpen, time.Time{})
 	}
 	return resilience.Permit{Token: uint64(w), Since: now}, nil // moved on meanwhile
+}
+
+// halfOpenRetryAtLocked is when a call rejected for want of a trial permit
+// may come back: after an open delay (the first one when the circuit was
+// moved to HalfOpen by hand, without opening), or unknown.
+func (b *Breaker) halfOpenRetryAtLocked(now int64) time.Time {
+	d := b.lastDelay
+	if d <= 0 {
+		d = b.c.OpenDelay.Delay(1, 0, nil)
+	}
+	if d <= 0 {
+		return time.Time{}
+	}
+	return b.time(now).Add(d)
 }
 
 func (b *Breaker) rejectLocked(now int64, reason error, retryAt time.Time) error {
@@ -158,7 +173,7 @@ func (b *Breaker) Exit(p resilience.Permit, err error) {
 		}
 	}
 	if b.adaptive && w.state() == Closed {
-		b.exitAdaptive(o, ok, now)
+		b.exitAdaptive(p, o, ok, now)
 		return
 	}
 	if w.state() == HalfOpen {
@@ -221,6 +236,7 @@ func (b *Breaker) tripped(w word, now int64, t tally) {
 func (b *Breaker) exitHalfOpen(w word, o outcome, ok bool, now int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.advanceLocked(now) // HalfOpenMaxWait may have passed: then the trial is late
 	if b.load() != w {
 		return
 	}
@@ -248,7 +264,7 @@ func (b *Breaker) toLocked(s State, now int64) {
 	case Open:
 		b.openings++
 		b.lastDelay = b.c.OpenDelay.Delay(b.openings, b.lastDelay, nil)
-		b.openUntil = now + int64(b.lastDelay)
+		b.openUntil = now + min(int64(b.lastDelay), math.MaxInt64-now) // saturated
 	case HalfOpen:
 		b.half = halfOpen{since: now, left: b.c.HalfOpenCalls}
 	case Closed:
@@ -359,27 +375,39 @@ func (b *Breaker) Stats() Stats {
 	return s
 }
 
-// enterAdaptive rejects with the SRE probability, counting every call as a
-// request.
+// enterAdaptive rejects with the SRE probability over the calls before
+// this one (a fresh window rejects nothing), counting every call, rejected
+// or not, as a request.
 func (b *Breaker) enterAdaptive(w word) (resilience.Permit, error) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tw := b.throttle
+	tw.advanceLocked(now)
+	p := b.rejectProbability(tw.total)
 	tw.addLocked(now, 1, 0, 0)
-	if p := b.rejectProbability(tw.total); p > 0 && b.random() < p {
+	if p > 0 && b.random() < p {
 		return resilience.Permit{}, b.rejectLocked(now, ErrThrottled, b.time(now+tw.width))
 	}
 	return resilience.Permit{Token: uint64(w), Since: now}, nil
 }
 
-func (b *Breaker) exitAdaptive(o outcome, ok bool, now int64) {
-	if !ok || o&failed != 0 {
+// exitAdaptive counts an accept, or takes the request back when its outcome
+// is not recorded (ignored, or rejected inside: the service said nothing).
+func (b *Breaker) exitAdaptive(p resilience.Permit, o outcome, ok bool, now int64) {
+	if ok && o&failed != 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.throttle.addLocked(now, 0, 1, 0) // an accept
+	if b.word.Load() != p.Token {
+		return // admitted before Reset or a manual transition: another window
+	}
+	if ok {
+		b.throttle.addLocked(now, 0, 1, 0) // an accept
+	} else {
+		b.throttle.takeBackLocked(p.Since, now)
+	}
 }
 
 // rejectProbability is max(0, (requests − K·accepts) / (requests + 1)).

@@ -239,3 +239,35 @@ func TestTimeWindowSlidesByBucket(t *testing.T) {
 		t.Fatalf("after 10s: %d calls; want 0", s.Calls)
 	}
 }
+
+// TestHalfOpenMaxWaitAppliesToLateTrials: trial calls that end after
+// HalfOpenMaxWait find the circuit already due to reopen; their successes
+// must not close it, whether or not anyone looked at the state meanwhile.
+func TestHalfOpenMaxWaitAppliesToLateTrials(t *testing.T) {
+	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxWait: 5 * time.Second,
+		OpenDelay: delay.Constants(time.Second)})
+	f.calls(1, errDown)
+	f.clk.Advance(time.Second)
+	p, err := f.b.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(5 * time.Second) // nobody calls State: the transition is due, not made
+	f.b.Exit(p, nil)
+	f.want(breaker.Open)
+}
+
+// TestMinimumCallsAboveWindowSize: a count window can never hold more
+// than WindowSize calls, so a larger MinimumCalls would keep the circuit
+// closed for ever; it is refused.
+func TestMinimumCallsAboveWindowSize(t *testing.T) {
+	_, err := breaker.New(breaker.Config{WindowSize: 5, MinimumCalls: 10})
+	var ce *resilience.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "MinimumCalls" {
+		t.Fatalf("err %v; want a ConfigError on MinimumCalls", err)
+	}
+	// A time window may hold any number of calls.
+	if _, err := breaker.New(breaker.Config{Window: breaker.TimeWindow, WindowSize: 5, MinimumCalls: 10}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -45,7 +46,8 @@ type Config struct {
 	// WindowBuckets is how many buckets a time window moves by. Default 10.
 	WindowBuckets int
 	// MinimumCalls is how many calls the window must hold before a rate is
-	// judged. Default 100, or WindowSize when smaller.
+	// judged. Default 100, or WindowSize when smaller. A count window never
+	// holds more than WindowSize calls, so a larger value is refused.
 	MinimumCalls int
 	// FailureRate is the failure rate, in (0, 1], at which the circuit
 	// opens. Default 0.5.
@@ -76,7 +78,8 @@ type Config struct {
 	// context.Canceled (the caller went away; the service said nothing).
 	IsIgnored func(err error) bool
 	// ThrottleK is the adaptive mode's K: the breaker starts rejecting once
-	// requests exceed K times the accepts. Default 2.
+	// requests exceed K times the accepts. Default 2; at least 1 (below 1
+	// it would reject calls that all succeed).
 	ThrottleK float64
 	// Clock is where time is read. Default resilience.System.
 	Clock resilience.Clock
@@ -120,7 +123,8 @@ func (c Config) validate() (Config, error) {
 		resilience.Check(c.HalfOpenCalls >= 0, mechanism, "HalfOpenCalls", c.HalfOpenCalls, "a count >= 0 (0: 10)"),
 		resilience.Check(c.HalfOpenMaxWait >= 0, mechanism, "HalfOpenMaxWait", c.HalfOpenMaxWait, "a duration >= 0 (0: no limit)"),
 		c.OpenDelay.Validate(mechanism, "OpenDelay", delay.Constant, delay.Exponential),
-		resilience.Check(c.ThrottleK >= 0, mechanism, "ThrottleK", c.ThrottleK, "a factor >= 0 (0: 2)"),
+		resilience.Check(c.ThrottleK == 0 || c.ThrottleK >= 1, mechanism, "ThrottleK", c.ThrottleK,
+			"0 (meaning 2) or a factor >= 1 (below 1 it rejects calls that all succeed)"),
 	}
 	if err := resilience.FirstError(checks...); err != nil {
 		return c, err
@@ -146,6 +150,10 @@ func (c Config) validate() (Config, error) {
 		if c.Window == CountWindow {
 			c.MinimumCalls = min(c.MinimumCalls, c.WindowSize)
 		}
+	}
+	if err := resilience.Check(c.Window != CountWindow || c.Mode == Adaptive || c.MinimumCalls <= c.WindowSize,
+		mechanism, "MinimumCalls", c.MinimumCalls, fmt.Sprintf("at most WindowSize (%d) for a count window", c.WindowSize)); err != nil {
+		return c, err
 	}
 	if c.FailureRate == 0 {
 		c.FailureRate = DefaultFailureRate

@@ -148,7 +148,8 @@ func TestStaleOutcomeIsIgnored(t *testing.T) {
 
 // TestAdaptiveThrottling checks the SRE formula with a fixed random draw:
 // with K=2, rejections start once requests exceed twice the accepts, with
-// probability (requests − 2·accepts)/(requests + 1).
+// probability (requests − 2·accepts)/(requests + 1) over the requests
+// before the one being decided.
 func TestAdaptiveThrottling(t *testing.T) {
 	draw := 0.5
 	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return draw }})
@@ -158,18 +159,18 @@ func TestAdaptiveThrottling(t *testing.T) {
 	if s.Calls != 20 || s.Accepts != 10 || s.RejectProbability != 0 {
 		t.Fatalf("stats %+v; want 20 requests, 10 accepts, p=0", s)
 	}
-	f.calls(9, errDown) // 29 requests: p = (29-20)/30 = 0.3 < 0.5
+	f.calls(9, errDown) // the 29th request: p = (28-20)/29 ≈ 0.28 < 0.5
 	err := f.call(nil, 0)
-	if err != nil { // the 30th request: p = (30-20)/31 ≈ 0.32, draw 0.5: admitted
+	if err != nil { // the 30th request: p = (29-20)/30 = 0.3, draw 0.5: admitted
 		t.Fatal(err)
 	}
 	draw = 0.3
-	err = f.call(nil, 0) // request 31 with 11 accepts: p = (31-22)/32 ≈ 0.28 < 0.3
+	err = f.call(nil, 0) // request 31 after 11 accepts: p = (30-22)/31 ≈ 0.26 < 0.3
 	if err != nil {
 		t.Fatal(err)
 	}
 	draw = 0.1
-	err = f.call(nil, 0) // request 32, 12 accepts: p = (32-24)/33 ≈ 0.24 > 0.1
+	err = f.call(nil, 0) // request 32 after 12 accepts: p = (31-24)/32 ≈ 0.22 > 0.1
 	if !errors.Is(err, breaker.ErrThrottled) {
 		t.Fatalf("err %v; want ErrThrottled", err)
 	}
@@ -217,11 +218,69 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"WindowSize":     {WindowSize: -1},
 		"OpenDelay.Kind": {OpenDelay: delay.Strategy{Kind: delay.Linear, Initial: time.Second}},
 		"WindowBuckets":  {WindowDuration: 5, WindowBuckets: 10},
+		"ThrottleK":      {Mode: breaker.Adaptive, ThrottleK: 0.5}, // would throttle a healthy service
 	} {
 		_, err := breaker.New(c)
 		var ce *resilience.ConfigError
 		if !errors.As(err, &ce) || ce.Field != field {
 			t.Errorf("error %v; want a ConfigError on %s", err, field)
 		}
+	}
+}
+
+// TestAdaptiveIgnoresWhatItDoesNotRecord: calls that an inner guard
+// rejected, or whose caller cancelled, say nothing about the service: in
+// adaptive mode they must not count as requests without an accept, or
+// the breaker would throttle because a local rate limiter rejects.
+func TestAdaptiveIgnoresWhatItDoesNotRecord(t *testing.T) {
+	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0 }})
+	f.calls(10, nil)
+	inner := resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
+	for range 100 {
+		if err := f.call(inner, 0); err != nil {
+			t.Fatalf("rejected: %v", err)
+		}
+		if err := f.call(context.Canceled, 0); err != nil {
+			t.Fatalf("rejected: %v", err)
+		}
+	}
+	if s := f.b.Stats(); s.Calls != 10 || s.Accepts != 10 || s.RejectProbability != 0 {
+		t.Fatalf("stats %+v; want 10 requests, 10 accepts", s)
+	}
+}
+
+// TestAdaptiveColdStartAdmits: with no history there is nothing to throttle
+// on; the probability is computed over the calls before this one, so a
+// fresh breaker (or one whose window emptied while idle) admits the first
+// call even with the lowest draw.
+func TestAdaptiveColdStartAdmits(t *testing.T) {
+	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0 }})
+	if err := f.call(nil, 0); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	f.clk.Advance(3 * time.Minute) // the window empties
+	if err := f.call(nil, 0); err != nil {
+		t.Fatalf("first call after an idle window: %v", err)
+	}
+}
+
+// TestHalfOpenFullRetryAfterIsNeverNow: a rejection for taken trial calls
+// says to come back after an open delay; when there was no opening yet (a
+// manual move to HalfOpen) it must not say "now", which would make a retry
+// spend its attempts at once.
+func TestHalfOpenFullRetryAfterIsNeverNow(t *testing.T) {
+	f := newFixture(t, breaker.Config{HalfOpenCalls: 1})
+	if err := f.b.TransitionTo(breaker.HalfOpen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.b.Enter(context.Background())
+	if !errors.Is(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("err %v; want ErrHalfOpenFull", err)
+	}
+	if at, ok := resilience.RetryAfter(err); ok && !at.After(f.clk.Now()) {
+		t.Fatalf("retry after %v: now", at)
 	}
 }

@@ -78,10 +78,7 @@ func newTimeWindow(span int64, n int) *timeWindow {
 
 // advanceLocked drops the buckets that left the window by now.
 func (w *timeWindow) advanceLocked(now int64) *timeBucket {
-	idx := now / w.width
-	if now < 0 {
-		idx = (now - w.width + 1) / w.width
-	}
+	idx := w.indexOf(now)
 	n := int64(len(w.buckets))
 	if idx > w.head {
 		from := max(w.head+1, idx-n+1)
@@ -99,6 +96,14 @@ func (w *timeWindow) advanceLocked(now int64) *timeBucket {
 		b = &w.buckets[mod(w.head, n)]
 	}
 	return b
+}
+
+// indexOf returns the index of the bucket holding t.
+func (w *timeWindow) indexOf(t int64) int64 {
+	if t < 0 {
+		return (t - w.width + 1) / w.width
+	}
+	return t / w.width
 }
 
 func mod(a, n int64) int64 { return ((a % n) + n) % n }
@@ -125,4 +130,15 @@ func (w *timeWindow) tally(now int64) tally {
 	defer w.mu.Unlock()
 	w.advanceLocked(now)
 	return w.total
+}
+
+// takeBackLocked removes a call counted at, unless its bucket has left the
+// window by now (and the call with it).
+func (w *timeWindow) takeBackLocked(at, now int64) {
+	w.advanceLocked(now)
+	idx := w.indexOf(at)
+	if b := &w.buckets[mod(idx, int64(len(w.buckets)))]; b.index == idx && b.calls > 0 {
+		b.calls--
+		w.total.calls--
+	}
 }

@@ -16,8 +16,9 @@
 //
 // The breaker, pause, rate limiter and bulkhead are resilience.Guards: Do
 // enters them in order, runs the operation, and exits them in reverse with
-// its outcome (an inner rejection is passed to outer guards as an error
-// matching resilience.ErrRejected, which they do not record). The retry,
+// its outcome (an inner guard that did not admit the call, by a rejection or
+// because the wait in it ended with the context, is reported to outer guards
+// as an error matching resilience.ErrRejected, which they do not record). The retry,
 // timeout and fallback are stages of the same loop, so a Do allocates
 // nothing on its success path (the timeout excepted: a context with a
 // deadline is the context package's allocation, skipped when the caller's

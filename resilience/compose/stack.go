@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/fallback"
@@ -60,7 +61,7 @@ func (s *Stack[T]) attempt(ctx context.Context, op func(context.Context) (T, err
 		}
 		p, err := g.Enter(ctx)
 		if err != nil {
-			exit(&guards, &permits, i, err)
+			exit(&guards, &permits, i, notRun(err))
 			var zero T
 			return zero, err
 		}
@@ -76,6 +77,22 @@ func (s *Stack[T]) attempt(ctx context.Context, op func(context.Context) (T, err
 	exit(&guards, &permits, numGuards, err)
 	return v, err
 }
+
+// notRun is the outcome outer guards are given when an inner guard did not
+// admit the call: its rejection, or its other error (the wait ended with the
+// context, a store failed) wrapped to match resilience.ErrRejected, since
+// the operation never ran either way.
+func notRun(err error) error {
+	if errors.Is(err, resilience.ErrRejected) {
+		return err
+	}
+	return notRunError{err}
+}
+
+type notRunError struct{ err error }
+
+func (e notRunError) Error() string   { return "not run: " + e.err.Error() }
+func (e notRunError) Unwrap() []error { return []error{e.err, resilience.ErrRejected} }
 
 // exit ends the calls guards[:n] admitted, innermost first.
 func exit(guards *[numGuards]resilience.Guard, permits *[numGuards]resilience.Permit, n int, err error) {

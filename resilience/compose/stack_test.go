@@ -12,6 +12,7 @@ import (
 
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/bulkhead"
 	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/compose"
 	"github.com/respool/respool/resilience/delay"
@@ -252,5 +253,37 @@ func TestPauseInTheStack(t *testing.T) {
 	}
 	if !p.State().Open {
 		t.Fatal("gate not open after the probe succeeded")
+	}
+}
+
+// TestInnerWaitEndedByContextIsNotAFailure: a call whose deadline passes
+// while it waits in an inner guard's queue (here the bulkhead's) never ran;
+// the breaker outside must not count it as a failure of the service, or
+// queued callers' deadlines would open the circuit of a healthy service.
+func TestInnerWaitEndedByContextIsNotAFailure(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	b, err := breaker.New(breaker.Config{Clock: clk, WindowSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh, err := bulkhead.New(bulkhead.Config{Clock: clk, MaxConcurrent: 1, QueueSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := bh.Enter(context.Background()) // the only slot, held
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bh.Exit(busy, nil)
+	s := &compose.Stack[int]{Breaker: b, Bulkhead: bh}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	for range 2 {
+		if _, err := s.Do(ctx, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v; want the caller's deadline", err)
+		}
+	}
+	if st := b.Stats(); st.State != breaker.Closed || st.Calls != 0 {
+		t.Fatalf("breaker %+v; want closed with nothing recorded", st)
 	}
 }

@@ -78,7 +78,8 @@
 //	*pgconn.ConnectError; dial errors (*net.OpError    connection, NothingSent (Timeout if one)
 //	  "dial", *net.DNSError, ECONNREFUSED)
 //	a timeout (context.DeadlineExceeded,               Timeout; other if NothingSent,
-//	  pgconn.Timeout, net.Error, ErrDeadlineExceeded;  else ambiguous
+//	  pgconn.Timeout, net.Error, ErrDeadlineExceeded,  else ambiguous
+//	  resilience/timeout's ErrTimeout;
 //	  or ctx past its deadline and the connection lost)
 //	driver.ErrBadConn, pgconn.SafeToRetry              connection, NothingSent
 //	io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,        ambiguous: a connection lost

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/respool/respool/resilience/timeout"
 )
 
 // isConnectAttempt reports whether err ended an attempt to connect: any
@@ -51,9 +53,12 @@ func nothingSent(err error) bool {
 		pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)
 }
 
-// isTimeout reports whether a deadline or an I/O timeout ended the call.
+// isTimeout reports whether a deadline or an I/O timeout ended the call,
+// or the resilience timeout mechanism's own deadline (whose error hides the
+// operation's context error from the caller).
 func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || pgconn.Timeout(err) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || pgconn.Timeout(err) ||
+		errors.Is(err, timeout.ErrTimeout) {
 		return true
 	}
 	var netErr net.Error

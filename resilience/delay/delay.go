@@ -140,20 +140,27 @@ func (s Strategy) Delay(attempt int, prev time.Duration, err error) time.Duratio
 	default:
 		return 0
 	}
-	d = s.capped(d)
+	d = max(s.capped(d), 0)
 	switch s.Jitter {
 	case Full:
-		d = time.Duration(s.rand() * float64(d+1))
+		d = uniform(0, d, s.rand())
 	case Equal:
-		d = d/2 + time.Duration(s.rand()*float64(d-d/2+1))
+		d = uniform(d/2, d, s.rand())
 	case Decorrelated:
-		lo, hi := s.Initial, 3*prev
-		if hi < lo {
-			hi = lo
+		hi := time.Duration(math.MaxInt64)
+		if prev < math.MaxInt64/3 {
+			hi = 3 * prev
 		}
-		d = s.capped(lo + time.Duration(s.rand()*float64(hi-lo+1)))
+		lo := max(s.Initial, 0)
+		d = s.capped(uniform(lo, max(hi, lo), s.rand()))
 	}
-	return max(d, 0)
+	return d
+}
+
+// uniform returns a duration in [lo, hi] (0 <= lo <= hi) from a draw r in
+// [0, 1); at the largest durations it saturates instead of wrapping.
+func uniform(lo, hi time.Duration, r float64) time.Duration {
+	return lo + min(fromFloat(r*(float64(hi-lo)+1)), hi-lo)
 }
 
 func (s Strategy) capped(d time.Duration) time.Duration {
@@ -171,8 +178,11 @@ func (s Strategy) rand() float64 {
 }
 
 // mulCapped returns d×f, saturating instead of overflowing.
-func mulCapped(d time.Duration, f float64) time.Duration {
-	v := float64(d) * f
+func mulCapped(d time.Duration, f float64) time.Duration { return fromFloat(float64(d) * f) }
+
+// fromFloat converts v >= 0 nanoseconds to a Duration, saturating at the
+// largest one (float64(math.MaxInt64) is 2⁶³, out of range).
+func fromFloat(v float64) time.Duration {
 	if v >= math.MaxInt64 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return math.MaxInt64
 	}

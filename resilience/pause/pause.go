@@ -31,23 +31,22 @@ type Pause struct {
 	reason     error
 	last       time.Duration // the length of the last pause
 	reopenedAt time.Time     // when the last probe was let through
+	probeGen   uint64        // the probe role handed out last; only its holder's outcome counts
 	waiters    []*waiter     // FIFO
 	timer      resilience.Timer
 	pauses     uint64
 	escalated  uint64
 }
 
-// verdict is what a waiter is told when it leaves the queue.
-type verdict uint8
+// verdict is what a waiter is told when it leaves the queue: goAhead, or
+// the generation of the probe role it is given.
+type verdict uint64
 
-const (
-	goAhead verdict = iota + 1 // the gate opened
-	probe                      // you are the probe
-)
+const goAhead verdict = 0 // the gate opened
 
 type waiter struct{ ch chan verdict } // buffered: sends never block
 
-// The Token of a probe's Permit.
+// The Token of a probe's Permit; its Since is the probe's generation.
 const probeToken = 1
 
 // New returns a Pause configured by c, open, or a *resilience.ConfigError.
@@ -83,9 +82,11 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 		return resilience.Permit{}, nil
 	case probePending:
 		p.gate.Store(int32(probing))
+		p.probeGen++
+		gen := p.probeGen
 		p.emitProbeLocked(now)
 		p.mu.Unlock()
-		return resilience.Permit{Token: probeToken}, nil
+		return permitFor(verdict(gen)), nil
 	}
 	// Paused, or a probe runs: wait, unless the caller cannot wait that long.
 	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) && gate(p.gate.Load()) == paused && dl.Before(p.until) {
@@ -112,8 +113,9 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 			p.waiters = slices.Delete(p.waiters, i, i+1)
 			return resilience.Permit{}, context.Cause(ctx)
 		}
-		// Told something meanwhile: a probe role passes on to the next.
-		if <-w.ch == probe {
+		// Told something meanwhile: a probe role still current passes on to
+		// the next (one superseded by a new pause is void).
+		if pm := permitFor(<-w.ch); p.currentProbeLocked(pm) {
 			p.passProbeLocked(p.c.Clock.Now())
 		}
 		return resilience.Permit{}, context.Cause(ctx)
@@ -121,21 +123,28 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 }
 
 func permitFor(v verdict) resilience.Permit {
-	if v == probe {
-		return resilience.Permit{Token: probeToken}
+	if v != goAhead {
+		return resilience.Permit{Token: probeToken, Since: int64(v)}
 	}
 	return resilience.Permit{}
 }
 
-// Exit closes or extends the gate when err is a slow-down signal; a probe's
-// other outcomes open it.
+// currentProbeLocked reports whether pm is the probe the gate waits for:
+// not one whose pause was superseded by another signal meanwhile.
+func (p *Pause) currentProbeLocked(pm resilience.Permit) bool {
+	return pm.Token == probeToken && uint64(pm.Since) == p.probeGen && gate(p.gate.Load()) == probing
+}
+
+// Exit closes or extends the gate when err is a slow-down signal; the
+// current probe's other outcomes open it (a probe whose pause was
+// superseded by another signal while it ran says nothing of the new one).
 func (p *Pause) Exit(pm resilience.Permit, err error) {
 	if err == nil && pm.Token != probeToken {
 		return
 	}
 	if err != nil && p.c.Classify != nil {
 		if d, ok := p.c.Classify(err); ok {
-			p.hold(d, err, pm.Token == probeToken)
+			p.hold(d, err, pm)
 			return
 		}
 	}
@@ -145,7 +154,7 @@ func (p *Pause) Exit(pm resilience.Permit, err error) {
 	now := p.c.Clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if gate(p.gate.Load()) != probing {
+	if !p.currentProbeLocked(pm) {
 		return // paused again meanwhile by another signal
 	}
 	if inconclusive(err) {
@@ -163,16 +172,23 @@ func inconclusive(err error) bool {
 
 // Hold closes the gate for d (or extends it to now+d), as a classified
 // error would; reason says why.
-func (p *Pause) Hold(d time.Duration, reason error) { p.hold(d, reason, false) }
+func (p *Pause) Hold(d time.Duration, reason error) { p.hold(d, reason, resilience.Permit{}) }
 
-func (p *Pause) hold(d time.Duration, reason error, fromProbe bool) {
+// hold closes or extends the gate on a signal met by the call pm admitted.
+func (p *Pause) hold(d time.Duration, reason error, pm resilience.Permit) {
+	now := p.c.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdLocked(now, d, reason, p.currentProbeLocked(pm))
+}
+
+// holdLocked closes the gate until now+d, or extends it; fromProbe says the
+// signal is the current probe's outcome.
+func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromProbe bool) {
 	c := &p.c
 	if d <= 0 {
 		d = c.DefaultPause
 	}
-	now := c.Clock.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	g := gate(p.gate.Load())
 	window := c.EscalationWindow
 	if window == 0 {
@@ -180,7 +196,11 @@ func (p *Pause) hold(d time.Duration, reason error, fromProbe bool) {
 	}
 	again := fromProbe || (g != paused && !p.reopenedAt.IsZero() && now.Sub(p.reopenedAt) < window)
 	if again && c.Escalation > 1 {
-		d = max(d, time.Duration(float64(p.last)*c.Escalation))
+		grown := c.MaxPause // saturated: float64(math.MaxInt64) is out of range
+		if g := float64(p.last) * c.Escalation; g < float64(c.MaxPause) {
+			grown = time.Duration(g)
+		}
+		d = max(d, grown)
 		p.escalated++
 	}
 	d = min(d, c.MaxPause)
@@ -230,7 +250,8 @@ func (p *Pause) passProbeLocked(now time.Time) {
 	w := p.waiters[0]
 	p.waiters = slices.Delete(p.waiters, 0, 1)
 	p.gate.Store(int32(probing))
-	w.ch <- probe
+	p.probeGen++
+	w.ch <- verdict(p.probeGen)
 	p.emitProbeLocked(now)
 }
 

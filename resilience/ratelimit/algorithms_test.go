@@ -1,8 +1,11 @@
 package ratelimit_test
 
 import (
+	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +164,112 @@ func TestAcquireN(t *testing.T) {
 		g := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second}})
 		if err := g.l.TryAcquire(11); !errors.Is(err, ratelimit.ErrTooMany) {
 			t.Errorf("%v: 11 of 10: %v; want ErrTooMany", alg, err)
+		}
+	}
+}
+
+// TestHugeBurst: a Burst meant as "no limit on bursts" must not overflow
+// the bucket's depth in nanoseconds (Burst × Period/Permits) and refuse
+// everything; it is either refused by New, naming the field, or works.
+func TestHugeBurst(t *testing.T) {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.LeakyBucket} {
+		l, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}})
+		var ce *resilience.ConfigError
+		switch {
+		case errors.As(err, &ce):
+			if ce.Field != "Limit.Burst" {
+				t.Errorf("%v: %v; want a ConfigError on Limit.Burst", alg, err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", alg, err)
+		case !l.Allow():
+			t.Errorf("%v: the first permit of a huge burst was refused", alg)
+		}
+		// SetLimit checks the same.
+		l, _ = ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg}})
+		if err := l.SetLimit(ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}); err == nil && !l.Allow() {
+			t.Errorf("%v: after SetLimit, the first permit of a huge burst was refused", alg)
+		}
+	}
+}
+
+// TestLeakyBucketCancelGivesTheSlotBack: a caller whose context ends while
+// it waits for its leaky-bucket slot gives the slot back when nobody was
+// scheduled after it (as x/time/rate's Wait cancels its reservation), so
+// that the next caller gets that slot instead of a later one; with a
+// caller scheduled after it, the slot cannot be given back.
+func TestLeakyBucketCancelGivesTheSlotBack(t *testing.T) {
+	bound := testctx.New(t)
+	for _, keyed := range []bool{false, true} {
+		clk := clocktest.New(time.Time{})
+		c := ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 10, Period: time.Second, Burst: 5}}
+		if keyed {
+			c.Store = ratelimit.NewMemoryStore()
+		}
+		l, err := ratelimit.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Acquire(bound, 1); err != nil { // the slot at 0
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(bound)
+		done := make(chan error, 1)
+		go func() { done <- l.Acquire(ctx, 1) }() // the slot at 100ms
+		if err := clk.WaitTimers(bound, 1); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: %v", err)
+		}
+		clk.Advance(50 * time.Millisecond)
+		err = l.TryAcquire(1) // may not wait: refused, but told the slot at 100ms
+		if at, ok := resilience.RetryAfter(err); !ok || at.Sub(clk.Now()) != 50*time.Millisecond {
+			t.Fatalf("store %v: retry after %v; want 50ms: the cancelled slot given back", keyed, at.Sub(clk.Now()))
+		}
+
+		// Slots at 100ms (cancelled) and 200ms (kept): the first stays taken.
+		ctx, cancel = context.WithCancel(bound)
+		go func() { done <- l.Acquire(ctx, 1) }()
+		if err := clk.WaitTimers(bound, 1); err != nil {
+			t.Fatal(err)
+		}
+		kept := make(chan error, 1)
+		go func() { kept <- l.Acquire(bound, 1) }()
+		if err := clk.WaitTimers(bound, 2); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: %v", err)
+		}
+		err = l.TryAcquire(1)
+		if at, ok := resilience.RetryAfter(err); !ok || at.Sub(clk.Now()) != 250*time.Millisecond {
+			t.Fatalf("store %v: retry after %v; want 250ms, after the kept slot", keyed, at.Sub(clk.Now()))
+		}
+		clk.Advance(150 * time.Millisecond)
+		if err := <-kept; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestNegativePermits: asking for a negative number of permits is a
+// mistake, reported as such; it must not hand permits back to the bucket.
+func TestNegativePermits(t *testing.T) {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingLog,
+		ratelimit.SlidingWindow, ratelimit.LeakyBucket} {
+		f := newFixture(t, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 1, Period: time.Second}})
+		f.allow(1)
+		if err := f.l.TryAcquire(-2); err == nil || errors.Is(err, resilience.ErrRejected) || !strings.Contains(err.Error(), "-2") {
+			t.Errorf("%v: TryAcquire(-2): %v; want an error naming the count", alg, err)
+		}
+		if err := f.l.Acquire(context.Background(), -1); err == nil {
+			t.Errorf("%v: Acquire(-1) succeeded", alg)
+		}
+		if f.l.Allow() {
+			t.Errorf("%v: a permit appeared after a negative take", alg)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -38,7 +40,8 @@ type Limit struct {
 	// Period is the period. Default 1 minute.
 	Period time.Duration
 	// Burst is TokenBucket's capacity, and how many permits ahead
-	// LeakyBucket may schedule a caller. Default Permits.
+	// LeakyBucket may schedule a caller. Default Permits. Burst ×
+	// Period/Permits may not exceed 2⁶¹ nanoseconds (about 73 years).
 	Burst int64
 }
 
@@ -120,9 +123,20 @@ func (l Limit) validate() error {
 		return err
 	}
 	d := l.withDefaults()
-	return resilience.Check(int64(d.Period)/d.Permits > 0, mechanism, "Limit.Permits", l.Permits,
-		"at most one permit a nanosecond of Period")
+	if err := resilience.Check(int64(d.Period)/d.Permits > 0, mechanism, "Limit.Permits", l.Permits,
+		"at most one permit a nanosecond of Period"); err != nil {
+		return err
+	}
+	// The buckets count in nanoseconds: Burst intervals must fit, with room
+	// for the time they are added to.
+	interval := compile(d).interval
+	return resilience.Check(d.Algorithm != TokenBucket && d.Algorithm != LeakyBucket || d.Burst <= maxDepth/interval,
+		mechanism, "Limit.Burst", l.Burst, fmt.Sprintf("at most %d (Burst × Period/Permits at most %v)",
+			maxDepth/interval, time.Duration(maxDepth)))
 }
+
+// maxDepth bounds a bucket's depth, Burst × Period/Permits, in nanoseconds.
+const maxDepth = math.MaxInt64 / 4
 
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ func (co *core) take(ctx context.Context, key string, n int64, r *rule, now time
 // acquire takes n permits for key; wait says whether the caller may wait
 // (in the queue, or for a leaky bucket's slot).
 func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) error {
+	if n < 0 {
+		return fmt.Errorf("ratelimit: cannot acquire %d permits: want a count >= 0", n)
+	}
 	lim := co.limit.Load()
 	queued := wait && co.c.QueueSize > 0 && lim.Algorithm != LeakyBucket
 	if queued && co.nwait.Load() > 0 && co.hasWaiters(key) {
@@ -92,7 +96,10 @@ func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) err
 		return err
 	case d.OK:
 		if d.Wait > 0 {
-			return co.sleep(ctx, d.Wait)
+			if err := co.sleep(ctx, d.Wait); err != nil {
+				co.cancelSlot(ctx, key, n, lim, now, d.Wait)
+				return err
+			}
 		}
 		return nil
 	case d.RetryAfter < 0:
@@ -121,6 +128,16 @@ func (co *core) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// cancelSlot gives back a LeakyBucket slot taken at now that the caller
+// stopped waiting for, when no later caller was scheduled after it.
+func (co *core) cancelSlot(ctx context.Context, key string, n int64, lim *rule, now time.Time, wait time.Duration) {
+	if co.local != nil {
+		co.local.cancelSlot(lim, n, int64(now.Sub(co.epoch)), int64(wait))
+	} else if sc, ok := co.c.Store.(SlotCanceler); ok {
+		_ = sc.CancelSlot(context.WithoutCancel(ctx), key, n, lim.Limit, now, wait)
 	}
 }
 

@@ -15,6 +15,8 @@
 //   - LeakyBucket: the leaky bucket as a queue; permits leave evenly spaced,
 //     Period/Permits apart, and a caller may be given a slot up to Burst
 //     permits ahead, which it waits for: traffic is smoothed, not bursty.
+//     A caller whose context ends before its slot gives the slot back
+//     unless a later caller was scheduled after it.
 //
 // A call that finds no permit is rejected at once with a
 // *resilience.RejectedError matching ErrLimited whose retry-after says when
@@ -30,7 +32,7 @@
 // The state sits behind Store, whose default is in memory. A shared store
 // (Redis, SQL) implements Take and Drain as one atomic operation each on one
 // key (a script, a conditional UPDATE): no callbacks, no locks held across
-// calls.
+// calls; optionally SlotCanceler too, to take back a cancelled wait's slot.
 //
 // The unkeyed token bucket's success path takes no lock and allocates
 // nothing.

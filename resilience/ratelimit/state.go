@@ -90,6 +90,19 @@ func (s *state) takeGCRA(l *rule, n, now, maxWait int64) decision {
 	}
 }
 
+// The windowed algorithms see times slightly out of order: callers read the
+// clock before the lock, and a shared store hears several processes. A
+// time earlier than the state's latest counts as that latest time, so
+// that a straggler from the window before never resets the current one.
+
+// cancelSlot gives back the n permits of the LeakyBucket slot that a take
+// at now granted after a wait, unless a later take was scheduled after it:
+// their slots are set, and cannot move.
+func (s *state) cancelSlot(l *rule, n, now, wait int64) {
+	next := now + wait + n*l.interval
+	s.tat.CompareAndSwap(next, next-n*l.interval)
+}
+
 // windowOf returns the index of the window holding now.
 func windowOf(now int64, l *rule) int64 {
 	p := int64(l.Period)
@@ -106,9 +119,10 @@ func (s *state) takeFixed(l *rule, n, now int64) decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := windowOf(now, l)
-	if w != s.window {
+	if w > s.window {
 		s.window, s.count = w, 0
 	}
+	w = s.window
 	if s.count+n > l.Permits {
 		return decision{retryAt: (w + 1) * int64(l.Period)}
 	}
@@ -123,7 +137,7 @@ func (s *state) takeLog(l *rule, n, now int64) decision {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(l, now)
+	now = s.expireLocked(l, now)
 	if int64(len(s.log))+n > l.Permits {
 		// The permits come back when enough of the oldest expire.
 		oldest := s.log[int64(len(s.log))+n-l.Permits-1]
@@ -135,8 +149,12 @@ func (s *state) takeLog(l *rule, n, now int64) decision {
 	return decision{ok: true, remaining: l.Permits - int64(len(s.log))}
 }
 
-// expireLocked drops the permits taken at or before now−Period.
-func (s *state) expireLocked(l *rule, now int64) {
+// expireLocked drops the permits taken at or before now−Period, and
+// returns now, or the log's latest time if that is later.
+func (s *state) expireLocked(l *rule, now int64) int64 {
+	if len(s.log) > 0 {
+		now = max(now, s.log[len(s.log)-1])
+	}
 	i := 0
 	for i < len(s.log) && s.log[i] <= now-int64(l.Period) {
 		i++
@@ -144,6 +162,7 @@ func (s *state) expireLocked(l *rule, now int64) {
 	if i > 0 {
 		s.log = append(s.log[:0], s.log[i:]...)
 	}
+	return now
 }
 
 // takeSliding estimates the permits of the last Period as the current
@@ -157,7 +176,7 @@ func (s *state) takeSliding(l *rule, n, now int64) decision {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.slideLocked(l, now)
+	now = s.slideLocked(l, now)
 	p := uint64(l.Period)
 	start := s.window * int64(l.Period)
 	e := uint64(now - start)
@@ -188,15 +207,20 @@ func fracFloor(a, b, c uint64) uint64 {
 	return q
 }
 
-func (s *state) slideLocked(l *rule, now int64) {
+// slideLocked moves the windows to now's, and returns now, or the current
+// window's start if that is later.
+func (s *state) slideLocked(l *rule, now int64) int64 {
 	w := windowOf(now, l)
 	switch {
+	case w < s.window:
+		return s.window * int64(l.Period)
 	case w == s.window:
 	case w == s.window+1:
 		s.window, s.prev, s.count = w, s.count, 0
 	default:
 		s.window, s.prev, s.count = w, 0, 0
 	}
+	return now
 }
 
 // drain takes every permit available at now.
@@ -215,12 +239,12 @@ func (s *state) drain(l *rule, now int64) {
 	defer s.mu.Unlock()
 	switch l.Algorithm {
 	case FixedWindow:
-		s.window, s.count = windowOf(now, l), l.Permits
+		s.window, s.count = max(windowOf(now, l), s.window), l.Permits
 	case SlidingWindow:
 		s.slideLocked(l, now)
 		s.count = max(s.count, l.Permits)
 	case SlidingLog:
-		s.expireLocked(l, now)
+		now = s.expireLocked(l, now)
 		for int64(len(s.log)) < l.Permits {
 			s.log = append(s.log, now)
 		}
@@ -238,7 +262,7 @@ func (s *state) fresh(l *rule, now int64) bool {
 	defer s.mu.Unlock()
 	switch l.Algorithm {
 	case FixedWindow:
-		return s.count == 0 || windowOf(now, l) != s.window
+		return s.count == 0 || windowOf(now, l) > s.window
 	case SlidingWindow:
 		s.slideLocked(l, now)
 		return s.count == 0 && s.prev == 0

@@ -22,6 +22,15 @@ type Store interface {
 	Drain(ctx context.Context, key string, lim Limit, now time.Time) error
 }
 
+// SlotCanceler is implemented by a Store that can give back a LeakyBucket
+// slot whose caller stopped waiting for it, as MemoryStore does; with a
+// Store without it, such a slot stays taken.
+type SlotCanceler interface {
+	// CancelSlot gives back the n permits that Take granted at now with a
+	// Wait of wait, unless a later Take was scheduled after them.
+	CancelSlot(ctx context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error
+}
+
 // Decision is a Store's answer to Take.
 type Decision struct {
 	OK bool
@@ -62,7 +71,10 @@ func NewMemoryStore() *MemoryStore {
 	return m
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store        = (*MemoryStore)(nil)
+	_ SlotCanceler = (*MemoryStore)(nil)
+)
 
 // Take implements Store.
 func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
@@ -83,6 +95,17 @@ func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.T
 	defer sh.mu.Unlock()
 	r := compile(lim)
 	sh.stateLocked(key).drain(&r, t)
+	return nil
+}
+
+// CancelSlot implements SlotCanceler.
+func (m *MemoryStore) CancelSlot(_ context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error {
+	t := m.base.nanos(now)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := compile(lim)
+	sh.stateLocked(key).cancelSlot(&r, n, t, int64(wait))
 	return nil
 }
 
