@@ -104,12 +104,16 @@ func (p *Pool[T]) Config() Config { return p.cfg }
 
 // Take returns an idle object that passes Validate; failing that it asks for
 // a new one when the pool is below MaxObjects, and waits in FIFO order for
-// an object. It fails at once with a *QueueFullError (errors.Is ErrQueueFull)
-// when MaxQueueSize callers already wait, with ErrClosed once the pool is
-// closed, with ctx's error when ctx ends first (the object it may have caused
-// to be created goes to the next caller), and with a *CreateError when the
-// creation it asked for fails.
+// an object. It fails at once with ctx's error when ctx has already ended
+// (whether or not an object is idle), with a *QueueFullError (errors.Is
+// ErrQueueFull) when MaxQueueSize callers already wait, with ErrClosed once
+// the pool is closed, with ctx's error when ctx ends first (the object it may
+// have caused to be created goes to the next caller), and with a *CreateError
+// when the creation it asked for fails.
 func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
+	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
+		return Handle[T]{}, err
+	}
 	if e := p.takeIdle(); e != nil {
 		if h, err, ok := p.handOut(e); ok {
 			return h, err

@@ -240,7 +240,18 @@ func TestTakeHonoursAnEndedContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := h.p.Take(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Take = %v", err)
+		t.Fatalf("Take on an empty pool = %v", err)
+	}
+	// The same with an idle object ready: an ended context fails alike.
+	h.giveBack(h.take())
+	if hd, err := h.p.Take(ctx); !errors.Is(err, context.Canceled) {
+		if err == nil {
+			h.giveBack(hd)
+		}
+		t.Fatalf("Take with an idle object = %v, want context.Canceled", err)
+	}
+	if s := h.p.Stats(); s.Idle != 1 || s.Takes != 1 {
+		t.Fatalf("stats = %+v, want the idle object untouched", s)
 	}
 }
 
