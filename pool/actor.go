@@ -184,7 +184,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	e := &entry[T]{obj: obj, pool: p, home: a.nextHome}
 	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
-		e.expiresAt = p.now.Load() + int64(lt) + jitter(int64(p.cfg.MaxLifetimeJitter))
+		e.expiresAt = addSat(p.now.Load(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
 	p.watchLeaks(e)

@@ -39,7 +39,8 @@ type Config struct {
 	// Zero means DefaultMaxIdle; negative means no limit.
 	MaxIdle time.Duration
 	// MaxLifetime is how long an object may live; an expired object is
-	// destroyed when it is given back or found idle. Zero means no limit.
+	// destroyed when it is given back or found idle. Zero means no limit, as
+	// does any lifetime too long to reach (math.MaxInt64 saturates).
 	MaxLifetime time.Duration
 	// MaxLifetimeJitter adds a random duration in [0, MaxLifetimeJitter) to
 	// each object's lifetime, so that objects created together do not expire

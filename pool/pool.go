@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -412,6 +413,19 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		return fmt.Errorf("pool: close: %d objects still alive (%d in use): %w",
 			p.total.Load(), p.Stats().InUse, ctx.Err())
 	}
+}
+
+// addSat returns the sum of now and the non-negative ds, saturated at
+// math.MaxInt64 (never reached), so that a lifetime of math.MaxInt64 means
+// forever instead of overflowing into the past.
+func addSat(now int64, ds ...int64) int64 {
+	for _, d := range ds {
+		if now > math.MaxInt64-d {
+			return math.MaxInt64
+		}
+		now += d
+	}
+	return now
 }
 
 // jitter returns a random duration in [0, d).

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -179,4 +180,17 @@ func TestSurplusObjectsIdleOutUnderLightLoad(t *testing.T) {
 		s := h.p.Stats()
 		return s.Destroyed(DestroyIdle) >= 2 && s.Total <= 2
 	})
+}
+
+func TestMaxLifetimeOfMaxInt64MeansForever(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxIdle: -1, MaxLifetime: math.MaxInt64, MaxLifetimeJitter: math.MaxInt64})
+	for range 5 {
+		h.giveBack(h.take())
+	}
+	h.clk.Advance(t, 24*time.Hour)
+	h.ev.wait(t, "tick", 1)
+	h.giveBack(h.take())
+	if s := h.p.Stats(); s.Creates != 1 || s.Destroyed(DestroyLifetime) != 0 {
+		t.Fatalf("stats = %+v, want 1 create and no lifetime destroy", s)
+	}
 }
