@@ -28,8 +28,9 @@ type Factory[T any] interface {
 // ErrNoCreate is returned by Funcs.Create when no Create function was set.
 var ErrNoCreate = errors.New("factory: no Create function")
 
-// Funcs is a Factory made of functions. Create is required; a nil Validate or
-// Test accepts every object and a nil Destroy does nothing.
+// Funcs is a Factory made of functions. CreateFunc is required (pool.New
+// refuses Funcs without it); a nil ValidateFunc or TestFunc accepts every
+// object and a nil DestroyFunc does nothing.
 type Funcs[T any] struct {
 	CreateFunc   func(ctx context.Context) (T, error)
 	ValidateFunc func(obj T) error

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/leaktrack"
 )
 
 type msgKind uint8
@@ -333,7 +333,7 @@ func (a *actor[T]) reportHeld(now int64) {
 		if held := now - e.takenAt.Load(); held >= int64(threshold) {
 			e.heldReported = lease
 			p.counters.held.Add(1)
-			leak.LogHeld(p.cfg.Logger, p.cfg.Name+" object", time.Duration(held), threshold, e.site.Load())
+			leaktrack.LogHeld(p.cfg.Logger, p.cfg.Name, time.Duration(held), threshold, e.site.Load())
 		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/respool/respool/leak"
 )
 
-// MaxMaxObjects bounds MaxObjects: the pool sizes its idle lists for
-// MaxObjects up front.
-const MaxMaxObjects = 1 << 16
+// MaxObjectsLimit is the largest MaxObjects accepted: the pool allocates its
+// wait queue (a pointer per object) up front.
+const MaxObjectsLimit = 1 << 16
 
 // Defaults used for zero Config fields.
 const (
@@ -106,9 +106,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.MaxObjects > MaxMaxObjects {
+	if c.MaxObjects > MaxObjectsLimit {
 		return &ConfigError{Field: "MaxObjects", Value: c.MaxObjects,
-			Reason: "must be at most " + strconv.Itoa(MaxMaxObjects)}
+			Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
 	}
 	d := c.withDefaults()
 	if d.MinIdle > d.MaxObjects {

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/leaktrack"
 )
 
 // entry is one pooled object and its bookkeeping.
@@ -40,14 +40,14 @@ type entry[T any] struct {
 	// takenAt (unix nanos, pool time) and site describe the current lease;
 	// written by the taker, read by the actor's hold-time scan.
 	takenAt atomic.Int64
-	site    atomic.Pointer[leak.Site]
+	site    atomic.Pointer[leaktrack.Site]
 
 	// token is the entry's leak token (nil when leak tracking is off). The
 	// entry holds it while the object is in the pool; while the object is
 	// out only the Handle does, so the token becomes unreachable exactly when
 	// every copy of the current Handle is lost. Written by whoever owns the
 	// entry.
-	token *leak.Token
+	token *leaktrack.Token
 
 	// heldReported is the lease already reported as held too long. Only the
 	// actor touches it.
@@ -64,7 +64,7 @@ type entry[T any] struct {
 type Handle[T any] struct {
 	e     *entry[T]
 	lease uint64
-	token *leak.Token // nil when leak tracking is off
+	token *leaktrack.Token // nil when leak tracking is off
 }
 
 // Value returns the object. It must not be used after the Handle is given

@@ -62,14 +62,16 @@ func (h Histogram) Total() uint64 {
 	return n
 }
 
-// Quantile returns the upper bound of the bucket holding quantile q (0..1),
-// or -1 for the unbounded last bucket, or 0 when nothing was counted.
-func (h Histogram) Quantile(q float64) time.Duration {
+// Quantile returns the upper bound of the bucket that holds quantile q
+// (0..1) of the counted Takes, and true. It returns 0 and false when nothing
+// was counted, and the last bucket's lower bound ("at least d") and false
+// when q falls in that last, unbounded bucket.
+func (h Histogram) Quantile(q float64) (d time.Duration, ok bool) {
 	total := h.Total()
 	if total == 0 {
-		return 0
+		return 0, false
 	}
-	rank := uint64(q * float64(total))
+	rank := uint64(max(q, 0) * float64(total))
 	if rank >= total {
 		rank = total - 1
 	}
@@ -78,10 +80,20 @@ func (h Histogram) Quantile(q float64) time.Duration {
 		seen += c
 		if seen > rank {
 			if h.Bounds[i] == 0 {
-				return -1
+				break
 			}
-			return h.Bounds[i]
+			return h.Bounds[i], true
 		}
 	}
-	return -1
+	return h.lastLowerBound(), false
+}
+
+// lastLowerBound is the largest finite bound: the lower bound of the last,
+// unbounded bucket.
+func (h Histogram) lastLowerBound() time.Duration {
+	var b time.Duration
+	for _, x := range h.Bounds {
+		b = max(b, x)
+	}
+	return b
 }

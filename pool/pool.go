@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/leaktrack"
 )
 
 // Pool is a pool of objects of type T made by a factory.Factory. It is safe
@@ -74,8 +74,8 @@ func New[T any](f factory.Factory[T], cfg Config) (*Pool[T], error) {
 
 // newPool is New with a hook that the actor calls after each event (tests).
 func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[T], error) {
-	if f == nil {
-		return nil, &ConfigError{Field: "factory", Value: nil, Reason: "must not be nil"}
+	if err := checkFactory(f); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,6 +98,25 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	a := newActor(p, hook)
 	go a.run()
 	return p, nil
+}
+
+// checkFactory refuses a factory that cannot make objects: nil, or a
+// factory.Funcs without CreateFunc (which would fail every Take).
+func checkFactory[T any](f factory.Factory[T]) error {
+	noCreate := &ConfigError{Field: "factory", Value: "factory.Funcs without CreateFunc", Reason: "CreateFunc is required"}
+	switch f := f.(type) {
+	case nil:
+		return &ConfigError{Field: "factory", Value: nil, Reason: "must not be nil"}
+	case factory.Funcs[T]:
+		if f.CreateFunc == nil {
+			return noCreate
+		}
+	case *factory.Funcs[T]:
+		if f == nil || f.CreateFunc == nil {
+			return noCreate
+		}
+	}
+	return nil
 }
 
 // Config returns the pool's configuration with defaults filled in.
@@ -196,7 +215,7 @@ func (p *Pool[T]) lend(e *entry[T]) Handle[T] {
 		e.takenAt.Store(p.now.Load())
 	}
 	if lc.CaptureStack {
-		e.site.Store(leak.Capture(3))
+		e.site.Store(leaktrack.Capture(3))
 	}
 	h := Handle[T]{e: e, lease: e.lease.Add(1)}
 	h.token, e.token = e.token, nil
@@ -355,8 +374,8 @@ func (p *Pool[T]) watchLeaks(e *entry[T]) {
 	if p.cfg.Leak.Disabled {
 		return
 	}
-	e.token = new(leak.Token)
-	leak.Watch(e.token, e, p.reclaimLost)
+	e.token = new(leaktrack.Token)
+	leaktrack.Watch(e.token, e, p.reclaimLost)
 }
 
 // reclaimLost runs on the runtime's cleanup goroutine once e's token has
@@ -369,7 +388,7 @@ func (p *Pool[T]) reclaimLost(e *entry[T]) {
 		return
 	}
 	p.counters.leaks.Add(1)
-	leak.LogLost(p.cfg.Logger, p.cfg.Name+" object", e.site.Load())
+	leaktrack.LogLost(p.cfg.Logger, p.cfg.Name, e.site.Load())
 	p.destroy(e, DestroyLeaked)
 }
 

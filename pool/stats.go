@@ -1,6 +1,9 @@
 package pool
 
 import (
+	"iter"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -49,20 +52,72 @@ type Stats struct {
 	CancelledWaits uint64        // Takes whose context ended while waiting
 	Creates        uint64
 	CreateFailures uint64
-	Destroys       [numDestroyReasons]uint64 // indexed by DestroyReason
-	LeaksDetected  uint64                    // lost Handles reclaimed
-	HeldTooLong    uint64                    // Handles reported past Leak.HoldThreshold
+	Destroys       DestroyCounts // objects destroyed, by reason
+	LeaksDetected  uint64        // lost Handles reclaimed
+	HeldTooLong    uint64        // Handles reported past Leak.HoldThreshold
 
 	// WaitHistogram is how long Takes waited, including those served at once.
 	WaitHistogram Histogram
 }
 
-// Destroyed is the number of objects destroyed for reason r.
-func (s Stats) Destroyed(r DestroyReason) uint64 {
+// Destroyed is the number of objects destroyed for reason r
+// (s.Destroys.Of(r)).
+func (s Stats) Destroyed(r DestroyReason) uint64 { return s.Destroys.Of(r) }
+
+// DestroyCounts counts destroyed objects by reason.
+type DestroyCounts struct {
+	n [numDestroyReasons]uint64
+}
+
+// Of is the number of objects destroyed for reason r; 0 for a reason this
+// version does not know.
+func (d DestroyCounts) Of(r DestroyReason) uint64 {
 	if r < 0 || r >= numDestroyReasons {
 		return 0
 	}
-	return s.Destroys[r]
+	return d.n[r]
+}
+
+// Total is the number of objects destroyed for any reason.
+func (d DestroyCounts) Total() uint64 {
+	var t uint64
+	for _, n := range d.n {
+		t += n
+	}
+	return t
+}
+
+// All yields every reason, in the order of their constants, with its count
+// (zero counts included), for exporting them as labelled metrics.
+func (d DestroyCounts) All() iter.Seq2[DestroyReason, uint64] {
+	return func(yield func(DestroyReason, uint64) bool) {
+		for r, n := range d.n {
+			if !yield(DestroyReason(r), n) {
+				return
+			}
+		}
+	}
+}
+
+// String lists the non-zero counts as reason=count, for example
+// "idle=3 discarded=1"; "none" when nothing was destroyed.
+func (d DestroyCounts) String() string {
+	var b strings.Builder
+	for r, n := range d.All() {
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(r.String())
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatUint(n, 10))
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
 }
 
 // counters are the pool's cumulative counters; any goroutine may add.
@@ -92,8 +147,8 @@ func (p *Pool[T]) Stats() Stats {
 		LeaksDetected:  c.leaks.Load(),
 		HeldTooLong:    c.held.Load(),
 	}
-	for i := range s.Destroys {
-		s.Destroys[i] = c.destroys[i].Load()
+	for i := range s.Destroys.n {
+		s.Destroys.n[i] = c.destroys[i].Load()
 	}
 	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
 	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats, s.Takes)

@@ -1,0 +1,69 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/factory"
+)
+
+func TestStatsDestroysByReason(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	a, b := h.take(), h.take()
+	if err := h.p.Discard(a); err != nil {
+		t.Fatal(err)
+	}
+	b.Value().broken.Store(true)
+	h.giveBack(b)
+	h.ev.wait(t, "destroyed", 2)
+	d := h.p.Stats().Destroys
+	if d.Of(DestroyDiscarded) != 1 || d.Of(DestroyInvalid) != 1 || d.Total() != 2 {
+		t.Fatalf("destroys = %v, want 1 discarded and 1 invalid", d)
+	}
+	seen := map[DestroyReason]uint64{}
+	for r, n := range d.All() {
+		seen[r] = n
+	}
+	if len(seen) != len(destroyReasonNames) || seen[DestroyDiscarded] != 1 {
+		t.Fatalf("All() = %v, want every reason once", seen)
+	}
+	if got := d.String(); !strings.Contains(got, "discarded=1") || !strings.Contains(got, "invalid=1") || strings.Contains(got, "idle=") {
+		t.Fatalf("String() = %q, want the non-zero reasons only", got)
+	}
+	if d.Of(DestroyReason(-1)) != 0 || d.Of(DestroyReason(99)) != 0 {
+		t.Fatal("an unknown reason must count 0")
+	}
+}
+
+func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
+	if d, ok := (Histogram{}).Quantile(0.5); ok || d != 0 {
+		t.Fatalf("empty histogram: Quantile = %v, %v; want 0, false", d, ok)
+	}
+	h := Histogram{Bounds: []time.Duration{time.Millisecond, 0}, Counts: []uint64{1, 1}}
+	if d, ok := h.Quantile(0.25); !ok || d != time.Millisecond {
+		t.Fatalf("Quantile(0.25) = %v, %v; want 1ms, true", d, ok)
+	}
+	if d, ok := h.Quantile(0.99); ok || d != time.Millisecond {
+		t.Fatalf("Quantile(0.99) = %v, %v; want at least 1ms (the last bucket's lower bound), false", d, ok)
+	}
+}
+
+func TestNewRefusesFuncsWithoutCreateFunc(t *testing.T) {
+	for _, f := range []factory.Factory[int]{factory.Funcs[int]{}, &factory.Funcs[int]{}} {
+		_, err := New[int](f, Config{})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "factory" || !strings.Contains(err.Error(), "CreateFunc") {
+			t.Fatalf("New(%T without CreateFunc) = %v, want a ConfigError naming CreateFunc", f, err)
+		}
+	}
+	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
