@@ -66,7 +66,7 @@ func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = p.Close(ctx)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 objects still alive (1 in use)") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 object still alive (1 in use)") {
 		t.Fatalf("Close = %v, want context.Canceled naming 1 object in use", err)
 	}
 	if err := p.GiveBack(a); err != nil {

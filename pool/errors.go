@@ -30,8 +30,17 @@ type QueueFullError struct {
 }
 
 func (e *QueueFullError) Error() string {
-	return fmt.Sprintf("pool: wait queue full: %d callers already waiting (MaxQueueSize %d, MaxObjects %d)",
-		e.Waiting, e.MaxQueueSize, e.MaxObjects)
+	return fmt.Sprintf("pool: wait queue full: %s already waiting (MaxQueueSize %d, MaxObjects %d)",
+		count(e.Waiting, "caller"), e.MaxQueueSize, e.MaxObjects)
+}
+
+// count writes n and noun, in the plural unless n is 1: "1 caller",
+// "2 callers".
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Is makes errors.Is(err, ErrQueueFull) true.

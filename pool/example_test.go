@@ -60,6 +60,6 @@ func ExamplePool_Take_queueFull() {
 	_ = p.GiveBack(held)
 	// Output:
 	// true
-	// pool: wait queue full: 1 callers already waiting (MaxQueueSize 1, MaxObjects 1)
+	// pool: wait queue full: 1 caller already waiting (MaxQueueSize 1, MaxObjects 1)
 	// context canceled
 }

@@ -17,7 +17,7 @@ func takeAndLose(h *harness) {
 }
 
 func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", Leak: leak.Config{CaptureStack: true}})
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
 		runtime.GC()
@@ -25,8 +25,8 @@ func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
 	})
 	h.ev.wait(t, "destroyed", 1)
 	log := h.log.String()
-	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") {
-		t.Fatalf("log = %q, want one %s naming takeAndLose", log, leak.MsgLeak)
+	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, leak.MsgLeak)
 	}
 	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
 		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
@@ -55,7 +55,7 @@ func TestHandleGivenBackIsNeverReportedLost(t *testing.T) {
 }
 
 func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second,
+	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second, Name: "orders",
 		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
 	a := h.take()
 	h.clk.Advance(t, 30*time.Second)
@@ -70,7 +70,7 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
 	}
 	log := h.log.String()
-	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") {
+	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
 		t.Fatalf("log = %q, want %s with the taker's stack", log, leak.MsgHeld)
 	}
 	h.giveBack(a)

@@ -429,8 +429,8 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("pool: close: %d objects still alive (%d in use): %w",
-			p.total.Load(), p.Stats().InUse, ctx.Err())
+		return fmt.Errorf("pool: close: %s still alive (%d in use): %w",
+			count(p.total.Load(), "object"), p.Stats().InUse, ctx.Err())
 	}
 }
 

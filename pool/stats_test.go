@@ -67,3 +67,14 @@ func TestNewRefusesFuncsWithoutCreateFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCountSaysOneInTheSingular(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 callers"}, {1, "1 caller"}, {2, "2 callers"}} {
+		if got := count(c.n, "caller"); got != c.want {
+			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

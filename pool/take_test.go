@@ -120,7 +120,7 @@ func TestQueueFullFailsAtOnceWithLimits(t *testing.T) {
 	if !errors.As(err, &qf) || qf.Waiting != 2 || qf.MaxQueueSize != 2 || qf.MaxObjects != 1 {
 		t.Fatalf("error = %#v, want Waiting 2, MaxQueueSize 2, MaxObjects 1", qf)
 	}
-	for _, want := range []string{"MaxQueueSize 2", "MaxObjects 1"} {
+	for _, want := range []string{"2 callers already waiting", "MaxQueueSize 2", "MaxObjects 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q does not say %q", err, want)
 		}
