@@ -15,18 +15,21 @@ const (
 	msgCreated                  // a creation ended (obj or err)
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
-	msgStats                    // a caller wants the number of takes (reply)
 )
+
+// mailboxSize is the actor's mailbox capacity. The actor never sends to its
+// own mailbox, so any size is free of deadlock; senders wait while the actor
+// catches up.
+const mailboxSize = 256
 
 // message is what the actor receives. It is sent by value, so sending one
 // allocates nothing.
 type message[T any] struct {
-	kind  msgKind
-	w     *waiter[T]
-	e     *entry[T]
-	obj   T
-	err   error
-	reply chan<- uint64 // msgStats
+	kind msgKind
+	w    *waiter[T]
+	e    *entry[T]
+	obj  T
+	err  error
 }
 
 // actor owns the pool's decisions. Every field here is touched only by the
@@ -41,7 +44,6 @@ type actor[T any] struct {
 	testing  int
 	lastTick int64       // pool time of the previous tick
 	nextHome int         // home shard of the next entry created (round robin)
-	retired  uint64      // takes of objects already destroyed
 	batch    []*entry[T] // the tick's scratch list
 	closing  bool
 
@@ -79,7 +81,6 @@ func (a *actor[T]) run() {
 		}
 		if a.closing && a.total == 0 {
 			p.wg.Wait() // every pool goroutine has sent its last message
-			p.finalTakes.Store(a.retired)
 			close(p.done)
 			return
 		}
@@ -100,9 +101,6 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgDestroyed:
 		a.onDestroyed(m.e)
 		return "destroyed"
-	case msgStats:
-		m.reply <- a.takes()
-		return "stats"
 	}
 	return "unknown"
 }
@@ -213,22 +211,10 @@ func (a *actor[T]) onTested(e *entry[T], err error) {
 
 func (a *actor[T]) onDestroyed(e *entry[T]) {
 	delete(a.all, e)
-	a.retired += e.lease.Load() / 2
 	a.p.destroying.Add(-1)
 	a.setTotal(a.total - 1)
 	a.startCreates()
 	a.refill()
-}
-
-// takes counts successful Takes: each entry's lease grows by one per
-// hand-out and one per hand-back, so the fast path counts without a shared
-// counter.
-func (a *actor[T]) takes() uint64 {
-	n := a.retired
-	for e := range a.all {
-		n += (e.lease.Load() + 1) / 2
-	}
-	return n
 }
 
 func (a *actor[T]) setTotal(n int) {

@@ -53,9 +53,8 @@ type Pool[T any] struct {
 	waiting atomic.Int64
 	_       [cacheLine - 8]byte
 
-	counters   counters
-	waitStats  []waitStats   // one per idle shard
-	finalTakes atomic.Uint64 // the actor's takes count when it stopped
+	counters  counters
+	waitStats []waitStats // one per idle shard
 
 	// now is the pool's time in unix nanos, advanced by the actor each tick.
 	now atomic.Int64
@@ -86,7 +85,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 		factory: f,
 		queue:   make(chan *entry[T], cfg.MaxObjects+1), // every entry and the marker
 		wake:    new(entry[T]),
-		mailbox: make(chan message[T], 4*cfg.MaxObjects+64),
+		mailbox: make(chan message[T], mailboxSize),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -135,7 +134,12 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 		return Handle[T]{}, err
 	}
 	if e := p.takeIdle(); e != nil {
-		if h, err, ok := p.handOut(e); ok {
+		h, err, ok := p.handOut(e)
+		if ok && err == nil {
+			return h, nil
+		}
+		p.counters.untaken.Add(1)
+		if ok {
 			return h, err
 		}
 	}
@@ -151,10 +155,17 @@ func (p *Pool[T]) takeIdle() *entry[T] {
 	}
 	h := p.idle.getHint()
 	e := p.idle.take(h)
-	p.idle.putHint(h)
-	if e != nil {
-		return e
+	if e == nil {
+		if e = p.takeQueued(); e != nil {
+			p.waitStats[h.i&p.idle.mask].queueTakes.Add(1)
+		}
 	}
+	p.idle.putHint(h)
+	return e
+}
+
+// takeQueued returns an entry from queue without waiting, or nil.
+func (p *Pool[T]) takeQueued() *entry[T] {
 	select {
 	case e := <-p.queue:
 		if e == p.wake { // meant for a waiter: put it back
@@ -173,7 +184,12 @@ func (p *Pool[T]) takeIdle() *entry[T] {
 func (p *Pool[T]) TryTake() (Handle[T], error) {
 	for {
 		if e := p.takeIdle(); e != nil {
-			if h, err, ok := p.handOut(e); ok {
+			h, err, ok := p.handOut(e)
+			if ok && err == nil {
+				return h, nil
+			}
+			p.counters.untaken.Add(1)
+			if ok {
 				return h, err
 			}
 			continue
@@ -340,13 +356,20 @@ func (p *Pool[T]) drainClosed() {
 }
 
 // idleCount is the number of idle entries: those in the shards and in
-// queue but the marker (it may be off by one while the marker is held).
+// queue.
 func (p *Pool[T]) idleCount() int {
+	m, _ := p.idle.counts()
+	return m + p.queuedEntries()
+}
+
+// queuedEntries is the number of entries in queue, not counting the marker
+// (it may be off by one while the marker is held).
+func (p *Pool[T]) queuedEntries() int {
 	n := len(p.queue)
 	if n > 0 && p.wakeOut.Load() {
 		n--
 	}
-	return p.idle.count() + n
+	return n
 }
 
 // wakeIfNeeded sends the wake marker to queue when a caller waits and may

@@ -124,22 +124,26 @@ func (d DestroyCounts) String() string {
 type counters struct {
 	queueFull, cancelled                 atomic.Uint64
 	creates, createFailures, leaks, held atomic.Uint64
+	untaken                              atomic.Uint64 // idle entries popped by Take or TryTake but not handed out
 	destroys                             [numDestroyReasons]atomic.Uint64
 }
 
-// Stats returns a snapshot of the pool's gauges and counters. It asks the
-// actor for the number of takes (the fast path keeps no shared counter) and
-// works after Close.
+// Stats returns a snapshot of the pool's gauges and counters. It reads them
+// without asking the actor, and works after Close.
+//
+// Takes are counted where they happen, so that the fast path shares no
+// counter: under each shard's lock for the objects popped there, per P for
+// those taken from the queue and for waits.
 func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
+	idle, shardTakes := p.idle.counts()
 	s := Stats{
 		MaxObjects:     p.cfg.MaxObjects,
 		Total:          int(p.total.Load()),
-		Idle:           p.idleCount(),
+		Idle:           idle + p.queuedEntries(),
 		Creating:       int(p.creating.Load()),
 		Testing:        int(p.testing.Load()),
 		Waiting:        int(p.waiting.Load()),
-		Takes:          p.takes(),
 		QueueFull:      c.queueFull.Load(),
 		CancelledWaits: c.cancelled.Load(),
 		Creates:        c.creates.Load(),
@@ -151,22 +155,12 @@ func (p *Pool[T]) Stats() Stats {
 		s.Destroys.n[i] = c.destroys[i].Load()
 	}
 	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
-	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats, s.Takes)
+	var queueTakes uint64
+	for i := range p.waitStats {
+		queueTakes += p.waitStats[i].queueTakes.Load()
+	}
+	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats)
+	s.Takes = shardTakes + queueTakes + s.Waits - min(c.untaken.Load(), shardTakes+queueTakes)
+	s.WaitHistogram.Counts[0] += s.Takes - min(s.Takes, s.Waits) // Takes served at once
 	return s
-}
-
-// takes asks the actor for the number of successful takes.
-func (p *Pool[T]) takes() uint64 {
-	reply := make(chan uint64, 1)
-	select {
-	case p.mailbox <- message[T]{kind: msgStats, reply: reply}:
-	case <-p.done:
-		return p.finalTakes.Load()
-	}
-	select {
-	case n := <-reply:
-		return n
-	case <-p.done:
-		return p.finalTakes.Load()
-	}
 }

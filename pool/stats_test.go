@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,62 @@ func TestCountSaysOneInTheSingular(t *testing.T) {
 		if got := count(c.n, "caller"); got != c.want {
 			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
 		}
+	}
+}
+
+// An empty pool of the largest size allocates what it needs up front (its
+// wait queue, a pointer per object), not a stack of MaxObjects per shard.
+func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
+		Config{MaxObjects: MaxObjectsLimit})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	const limit = 1 << 20 // the queue's 512 KiB and small change
+	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
+		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, MaxObjectsLimit, limit>>10)
+	}
+}
+
+// Stats reads counters: it does not wait for the actor, even a busy one.
+func TestStatsDoesNotNeedTheActor(t *testing.T) {
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	hook := func(ev string) {
+		if ev == "created" {
+			close(busy)
+			<-release // the actor is stuck in this event
+		}
+	}
+	f := &fakeFactory{}
+	p, err := newPool[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-busy
+	got := make(chan Stats, 1)
+	go func() { got <- p.Stats() }()
+	select {
+	case s := <-got:
+		if s.Takes != 1 || s.Creates != 1 || s.Total != 1 {
+			t.Errorf("stats = %+v, want 1 take, 1 create", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Stats waited for the actor")
+	}
+	close(release)
+	if err := p.GiveBack(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

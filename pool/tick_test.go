@@ -174,6 +174,10 @@ func TestSurplusObjectsIdleOutUnderLightLoad(t *testing.T) {
 		}
 		h.clk.Advance(t, 20*time.Second)
 		h.ev.wait(t, "tick", 1)
+		// Tests started by the tick run in goroutines that need not have
+		// run before the next tick: wait for them, so that each tick sees
+		// the objects idle.
+		waitUntil(t, "the idle tests end", func() bool { return h.p.Stats().Testing == 0 })
 	}
 	// Destroys finish in the background: wait for them to be counted.
 	waitUntil(t, "the objects a single caller does not need are destroyed as idle", func() bool {
