@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/respool/respool/internal/leaktrack"
@@ -11,7 +10,9 @@ import (
 type msgKind uint8
 
 const (
-	msgTake      msgKind = iota // a caller wants an object created (w nil: for nobody in particular)
+	msgTake      msgKind = iota // a caller wants an object created (w nil: for nobody in particular; slot: with a slot it holds)
+	msgSlot                     // a slot marker handed back unused
+	msgPoke                     // a queued caller saw a free slot: offer it
 	msgCreated                  // a creation ended (obj or err)
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
@@ -26,6 +27,7 @@ const mailboxSize = 256
 // allocates nothing.
 type message[T any] struct {
 	kind msgKind
+	slot bool // msgTake: the sender brings a slot marker
 	w    *waiter[T]
 	e    *entry[T]
 	obj  T
@@ -35,17 +37,22 @@ type message[T any] struct {
 // actor owns the pool's decisions. Every field here is touched only by the
 // actor goroutine; the atomics on Pool that mirror them are written only by it.
 type actor[T any] struct {
-	p        *Pool[T]
-	pending  []*waiter[T]           // callers that asked for a creation, oldest first
+	p *Pool[T]
+	// pending are the requests for a creation that have a slot but wait for
+	// MaxConcurrentCreates, oldest first; nil asks for an object for nobody
+	// in particular.
+	pending  []*waiter[T]
 	all      map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
-	total    int                    // entries alive plus creations in flight
+	total    int                    // slots taken: entries alive, creations in flight or pending, slot markers offered
+	offered  int                    // slot markers offered and not yet used or handed back
 	creating int
-	anon     int // creations in flight for nobody in particular (MinIdle, TryTake)
+	anon     int // creations in flight or pending for nobody in particular (MinIdle, TryTake)
 	testing  int
 	lastTick int64       // pool time of the previous tick
 	nextHome int         // home shard of the next entry created (round robin)
 	batch    []*entry[T] // the tick's scratch list
 	closing  bool
+	refillTo bool // an event freed a slot or an idle object: refill to MinIdle
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -73,8 +80,13 @@ func (a *actor[T]) run() {
 			a.startClose()
 			ev = "close"
 		}
-		// Any event may have freed a slot (a destroy, a failed creation) or
-		// closed the pool: wake a waiting caller to act on it.
+		// Any event may have freed a slot: the queued callers come first,
+		// then MinIdle. And once closed, wake the waiting callers.
+		a.offerSlots()
+		if a.refillTo {
+			a.refillTo = false
+			a.refill()
+		}
 		p.wakeIfNeeded()
 		if a.hook != nil {
 			a.hook(ev)
@@ -90,8 +102,13 @@ func (a *actor[T]) run() {
 func (a *actor[T]) handle(m message[T]) string {
 	switch m.kind {
 	case msgTake:
-		a.onTake(m.w)
+		a.onTake(m.w, m.slot)
 		return "take"
+	case msgSlot:
+		a.takeBackSlot()
+		return "slot"
+	case msgPoke:
+		return "poke"
 	case msgCreated:
 		a.onCreated(m.w, m.obj, m.err)
 		return "created"
@@ -105,50 +122,99 @@ func (a *actor[T]) handle(m message[T]) string {
 	return "unknown"
 }
 
-func (a *actor[T]) onTake(w *waiter[T]) {
-	if a.closing {
-		return // the caller sees Pool.closing
+// onTake handles a request for a creation: w's, or one for nobody in
+// particular (TryTake) when w is nil. With slot, the sender brings a slot
+// marker; otherwise the request takes a free slot, or, for a caller, is
+// answered full when there is none.
+func (a *actor[T]) onTake(w *waiter[T], slot bool) {
+	p := a.p
+	if slot {
+		a.offered--
+		p.offered.Store(int64(a.offered))
 	}
-	if w == nil { // TryTake: make one object for whoever comes next
-		if a.anon == 0 && a.p.idleCount() == 0 && a.canCreate() {
-			a.startCreate(nil)
+	if a.closing {
+		if slot {
+			a.freeSlot()
+		}
+		if w != nil {
+			w.deliver(created[T]{err: ErrClosed})
 		}
 		return
 	}
-	a.pending = append(a.pending, w)
-	if len(a.pending) > 2*a.p.cfg.MaxQueueSize { // callers that left long ago
-		a.pending = slices.DeleteFunc(a.pending, func(w *waiter[T]) bool { return w.state.Load() != waiterWaiting })
+	if !slot {
+		switch {
+		case w == nil && (a.anon > 0 || p.idleCount() > 0 || !a.canCreate()):
+			return // TryTake: one object on its way, or one idle, is enough
+		case a.total >= p.cfg.MaxObjects:
+			w.deliver(created[T]{full: true})
+			return
+		}
+		a.setTotal(a.total + 1)
 	}
+	if w == nil {
+		a.anon++
+	}
+	a.pending = append(a.pending, w)
 	a.startCreates()
 }
 
-// startCreates starts a creation for each pending caller still waiting, as
-// far as MaxObjects and MaxConcurrentCreates allow.
+// startCreates starts the pending creations, as far as MaxConcurrentCreates
+// allows. A caller that left before its creation started gives its slot up.
 func (a *actor[T]) startCreates() {
-	for len(a.pending) > 0 && a.canCreate() {
+	for len(a.pending) > 0 && a.creating < a.p.cfg.MaxConcurrentCreates {
 		w := a.pending[0]
 		a.pending[0] = nil
 		a.pending = a.pending[1:]
-		if w.state.Load() == waiterWaiting {
+		switch {
+		case w == nil:
+			a.startCreate(nil)
+		case w.state.Load() == waiterWaiting:
 			a.startCreate(w)
+		default:
+			a.freeSlot()
 		}
 	}
 }
 
+// canCreate reports whether a slot is free and a creation may start now.
 func (a *actor[T]) canCreate() bool {
 	return !a.closing && a.total < a.p.cfg.MaxObjects && a.creating < a.p.cfg.MaxConcurrentCreates
 }
 
-// startCreate creates an object for w (nil: for the idle channel), bounded
-// by CreateTimeout and by Close, but not by w's context.
+// freeSlot gives a slot up. total is stored before offerSlots loads queued
+// (see markers.go).
+func (a *actor[T]) freeSlot() {
+	a.setTotal(a.total - 1)
+	a.refillTo = true
+}
+
+// takeBackSlot frees the slot of a slot marker handed back unused (the
+// actor may offer it again at once).
+func (a *actor[T]) takeBackSlot() {
+	a.offered--
+	a.p.offered.Store(int64(a.offered))
+	a.freeSlot()
+}
+
+// offerSlots offers each free slot to the callers queued for a give-back,
+// one slot marker per caller not offered one yet. The longest waiter gets
+// the first (see markers.go).
+func (a *actor[T]) offerSlots() {
+	p := a.p
+	for !a.closing && a.total < p.cfg.MaxObjects && int(p.queued.Load()) > a.offered {
+		a.setTotal(a.total + 1)
+		a.offered++
+		p.offered.Store(int64(a.offered))
+		p.queue <- &entry[T]{kind: kindSlot} // never blocks: see markers.go
+	}
+}
+
+// startCreate creates an object for w (nil: for idle) in a slot already
+// taken, bounded by CreateTimeout and by Close, but not by w's context.
 func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
-	a.setTotal(a.total + 1)
 	a.creating++
 	p.creating.Store(int64(a.creating))
-	if w == nil {
-		a.anon++
-	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -166,8 +232,9 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	if w == nil {
 		a.anon--
 	}
+	defer a.startCreates()
 	if err != nil {
-		a.setTotal(a.total - 1)
+		a.freeSlot()
 		if a.closing {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
@@ -175,7 +242,6 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		if w == nil || !w.deliver(created[T]{err: &CreateError{Err: err}}) {
 			p.cfg.Logger.Warn("create failed", "pool", p.cfg.Name, "error", err)
 		}
-		a.startCreates() // each waiting caller gets its own attempt
 		return
 	}
 	p.counters.creates.Add(1)
@@ -193,7 +259,6 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	default:
 		p.putIdle(e)
 	}
-	a.startCreates()
 }
 
 func (a *actor[T]) onTested(e *entry[T], err error) {
@@ -212,9 +277,7 @@ func (a *actor[T]) onTested(e *entry[T], err error) {
 func (a *actor[T]) onDestroyed(e *entry[T]) {
 	delete(a.all, e)
 	a.p.destroying.Add(-1)
-	a.setTotal(a.total - 1)
-	a.startCreates()
-	a.refill()
+	a.freeSlot()
 }
 
 func (a *actor[T]) setTotal(n int) {
@@ -252,8 +315,12 @@ func (a *actor[T]) tick(now int64) {
 		var e *entry[T]
 		select {
 		case e = <-p.queue:
-			if e == p.wake { // not an entry: put it back for the waiters
+			switch e.kind {
+			case kindWake: // put it back for the waiters
 				p.queue <- e
+				continue
+			case kindSlot: // left unused: take it back (offerSlots may offer it again)
+				a.takeBackSlot()
 				continue
 			}
 		default:
@@ -263,7 +330,7 @@ func (a *actor[T]) tick(now int64) {
 		idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
 	}
 	a.reportHeld(now)
-	a.refill()
+	a.refillTo = true
 }
 
 // tickEntry decides what the tick does with the idle entry e and returns
@@ -328,6 +395,8 @@ func (a *actor[T]) reportHeld(now int64) {
 // so idle again soon) or on their way.
 func (a *actor[T]) refill() {
 	for a.p.idleCount()+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+		a.setTotal(a.total + 1)
+		a.anon++
 		a.startCreate(nil)
 	}
 }
@@ -336,7 +405,18 @@ func (a *actor[T]) startClose() {
 	p := a.p
 	a.closing = true
 	p.cancelBase()
+	for _, w := range a.pending { // their slots were taken; nothing will be made
+		if w == nil {
+			a.anon--
+		} else {
+			w.deliver(created[T]{err: ErrClosed})
+		}
+		a.freeSlot()
+	}
 	clear(a.pending)
 	a.pending = nil
-	p.drainClosed() // the run loop then wakes the waiting callers (wakeIfNeeded)
+	for range p.drainClosed() {
+		a.takeBackSlot()
+	}
+	// The run loop then wakes the waiting callers (wakeIfNeeded).
 }

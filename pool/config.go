@@ -46,9 +46,11 @@ type Config struct {
 	// each object's lifetime, so that objects created together do not expire
 	// together. Zero means none.
 	MaxLifetimeJitter time.Duration
-	// MaxQueueSize is how many callers may wait for an object; the next one
-	// fails at once with a *QueueFullError (errors.Is ErrQueueFull). Zero
-	// means DefaultMaxQueueSize.
+	// MaxQueueSize is how many callers may wait for an object to be given
+	// back once the pool is full; the next one fails at once with a
+	// *QueueFullError (errors.Is ErrQueueFull). Callers waiting for a
+	// creation of their own do not count, so no caller is refused while the
+	// pool is below MaxObjects. Zero means DefaultMaxQueueSize.
 	MaxQueueSize int
 	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
 	// (no cap beyond MaxObjects).

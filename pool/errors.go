@@ -10,7 +10,8 @@ var (
 	// and to callers still waiting when it is.
 	ErrClosed = errors.New("pool: closed")
 	// ErrQueueFull is matched (errors.Is) by the *QueueFullError a Take
-	// returns when MaxQueueSize callers are already waiting.
+	// returns when the pool is full and MaxQueueSize callers already wait
+	// for an object to be given back.
 	ErrQueueFull = errors.New("pool: wait queue full")
 	// ErrNoIdleObject is returned by TryTake when no idle object is ready.
 	ErrNoIdleObject = errors.New("pool: no idle object")
@@ -24,7 +25,7 @@ var (
 // QueueFullError says a Take was refused at once because the wait queue was
 // full. errors.Is(err, ErrQueueFull) is true for it.
 type QueueFullError struct {
-	Waiting      int // callers waiting when the Take was refused
+	Waiting      int // callers waiting for a give-back when the Take was refused
 	MaxQueueSize int
 	MaxObjects   int
 }

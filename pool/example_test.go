@@ -49,7 +49,7 @@ func ExamplePool_Take_queueFull() {
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan error)
 	go func() { _, err := p.Take(ctx); waiting <- err }()
-	for p.Stats().Waiting == 0 { // let the second caller queue
+	for p.Stats().Queued == 0 { // let the second caller queue
 	}
 
 	_, err := p.Take(context.Background())

@@ -20,6 +20,7 @@ type entry[T any] struct {
 	// keeps one entry's fields off the line where the previous one ends.
 	_ [cacheLine]byte
 
+	kind entryKind // kindObject but for the markers; immutable
 	obj  T
 	pool *Pool[T] // immutable
 

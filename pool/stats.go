@@ -44,6 +44,7 @@ type Stats struct {
 	Creating   int
 	Testing    int
 	Waiting    int // callers waiting for an object
+	Queued     int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
 
 	Takes          uint64        // successful Takes and TryTakes
 	Waits          uint64        // Takes that had to wait
@@ -144,6 +145,7 @@ func (p *Pool[T]) Stats() Stats {
 		Creating:       int(p.creating.Load()),
 		Testing:        int(p.testing.Load()),
 		Waiting:        int(p.waiting.Load()),
+		Queued:         int(p.queued.Load()),
 		QueueFull:      c.queueFull.Load(),
 		CancelledWaits: c.cancelled.Load(),
 		Creates:        c.creates.Load(),
