@@ -55,6 +55,13 @@ type Config struct {
 	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
 	// (no cap beyond MaxObjects).
 	MaxConcurrentCreates int
+	// AcquireTimeout bounds how long a Take waits for an object, apart from
+	// the caller's context (which may also bound the work done with the
+	// object): a Take still waiting after it fails with an
+	// *AcquireTimeoutError (errors.Is ErrAcquireTimeout). A creation the
+	// Take asked for goes on and serves the next caller. Zero means no bound
+	// but the context's.
+	AcquireTimeout time.Duration
 	// CreateTimeout bounds one creation. Zero means DefaultCreateTimeout.
 	CreateTimeout time.Duration
 	// TestTimeout bounds one Test of an idle object; an object whose test
@@ -99,6 +106,7 @@ func (c Config) Validate() error {
 		nonNegInt("MaxConcurrentCreates", c.MaxConcurrentCreates),
 		nonNegDur("MaxLifetime", c.MaxLifetime),
 		nonNegDur("MaxLifetimeJitter", c.MaxLifetimeJitter),
+		nonNegDur("AcquireTimeout", c.AcquireTimeout),
 		nonNegDur("CreateTimeout", c.CreateTimeout),
 		nonNegDur("TestTimeout", c.TestTimeout),
 		nonNegDur("ValidationInterval", c.ValidationInterval),

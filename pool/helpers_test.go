@@ -96,12 +96,14 @@ func (f *fakeFactory) set(fn func(f *fakeFactory)) {
 	fn(f)
 }
 
-// fakeClock is moved by hand. Its ticker channel is unbuffered, so Tick
-// returns once the actor has received the tick.
+// fakeClock is moved by hand. Its ticker channel is unbuffered, so Advance
+// returns once the actor has received the tick. Its timers fire when the
+// clock is moved past them.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-	c   chan time.Time
+	mu     sync.Mutex
+	now    time.Time
+	c      chan time.Time
+	timers []*fakeTimer
 }
 
 func newFakeClock() *fakeClock {
@@ -116,13 +118,44 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) NewTicker(time.Duration) Ticker { return fakeTicker{c.c} }
 
-// Advance moves time on by d and delivers one tick to the actor.
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{clk: c, when: c.now.Add(d), c: make(chan time.Time, 1)}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// pendingTimers is the number of timers started and neither fired nor
+// stopped.
+func (c *fakeClock) pendingTimers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// Move moves time on by d, firing the timers due, without a tick.
+func (c *fakeClock) Move(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if t.when.After(c.now) {
+			kept = append(kept, t)
+			continue
+		}
+		t.c <- c.now
+	}
+	clear(c.timers[len(kept):])
+	c.timers = kept
+	return c.now
+}
+
+// Advance moves time on by d (see Move) and delivers one tick to the actor.
 func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
 	t.Helper()
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	now := c.now
-	c.mu.Unlock()
+	now := c.Move(d)
 	select {
 	case c.c <- now:
 	case <-time.After(5 * time.Second):
@@ -134,6 +167,26 @@ type fakeTicker struct{ c chan time.Time }
 
 func (t fakeTicker) C() <-chan time.Time { return t.c }
 func (fakeTicker) Stop()                 {}
+
+type fakeTimer struct {
+	clk  *fakeClock
+	when time.Time
+	c    chan time.Time
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	for i, x := range t.clk.timers {
+		if x == t {
+			t.clk.timers = append(t.clk.timers[:i], t.clk.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
 
 // events records what the actor handled, for tests to wait on.
 type events struct{ ch chan string }

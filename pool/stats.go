@@ -46,16 +46,17 @@ type Stats struct {
 	Waiting    int // callers waiting for an object
 	Queued     int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
 
-	Takes          uint64        // successful Takes and TryTakes
-	Waits          uint64        // Takes that had to wait
-	WaitTime       time.Duration // total time those Takes waited
-	QueueFull      uint64        // Takes refused with ErrQueueFull
-	CancelledWaits uint64        // Takes whose context ended while waiting
-	Creates        uint64
-	CreateFailures uint64
-	Destroys       DestroyCounts // objects destroyed, by reason
-	LeaksDetected  uint64        // lost Handles reclaimed
-	HeldTooLong    uint64        // Handles reported past Leak.HoldThreshold
+	Takes           uint64        // successful Takes and TryTakes
+	Waits           uint64        // Takes that had to wait
+	WaitTime        time.Duration // total time those Takes waited
+	QueueFull       uint64        // Takes refused with ErrQueueFull
+	CancelledWaits  uint64        // Takes whose context ended while waiting
+	AcquireTimeouts uint64        // Takes ended by Config.AcquireTimeout
+	Creates         uint64
+	CreateFailures  uint64
+	Destroys        DestroyCounts // objects destroyed, by reason
+	LeaksDetected   uint64        // lost Handles reclaimed
+	HeldTooLong     uint64        // Handles reported past Leak.HoldThreshold
 
 	// WaitHistogram is how long Takes waited, including those served at once.
 	WaitHistogram Histogram
@@ -123,7 +124,7 @@ func (d DestroyCounts) String() string {
 
 // counters are the pool's cumulative counters; any goroutine may add.
 type counters struct {
-	queueFull, cancelled                 atomic.Uint64
+	queueFull, cancelled, acquireTimeout atomic.Uint64
 	creates, createFailures, leaks, held atomic.Uint64
 	untaken                              atomic.Uint64 // idle entries popped by Take or TryTake but not handed out
 	destroys                             [numDestroyReasons]atomic.Uint64
@@ -139,19 +140,20 @@ func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
 	idle, shardTakes := p.idle.counts()
 	s := Stats{
-		MaxObjects:     p.cfg.MaxObjects,
-		Total:          int(p.total.Load()),
-		Idle:           idle + p.queuedEntries(),
-		Creating:       int(p.creating.Load()),
-		Testing:        int(p.testing.Load()),
-		Waiting:        int(p.waiting.Load()),
-		Queued:         int(p.queued.Load()),
-		QueueFull:      c.queueFull.Load(),
-		CancelledWaits: c.cancelled.Load(),
-		Creates:        c.creates.Load(),
-		CreateFailures: c.createFailures.Load(),
-		LeaksDetected:  c.leaks.Load(),
-		HeldTooLong:    c.held.Load(),
+		MaxObjects:      p.cfg.MaxObjects,
+		Total:           int(p.total.Load()),
+		Idle:            idle + p.queuedEntries(),
+		Creating:        int(p.creating.Load()),
+		Testing:         int(p.testing.Load()),
+		Waiting:         int(p.waiting.Load()),
+		Queued:          int(p.queued.Load()),
+		QueueFull:       c.queueFull.Load(),
+		CancelledWaits:  c.cancelled.Load(),
+		AcquireTimeouts: c.acquireTimeout.Load(),
+		Creates:         c.creates.Load(),
+		CreateFailures:  c.createFailures.Load(),
+		LeaksDetected:   c.leaks.Load(),
+		HeldTooLong:     c.held.Load(),
 	}
 	for i := range s.Destroys.n {
 		s.Destroys.n[i] = c.destroys[i].Load()

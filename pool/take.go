@@ -202,6 +202,11 @@ func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], erro
 		p.flushToQueue()
 	}
 	t := taker[T]{p: p, ctx: ctx, done: ctx.Done(), slot: slot != nil, start: p.waitClock()}
+	if d := p.cfg.AcquireTimeout; d > 0 {
+		var stop func()
+		t.timeout, stop = p.startTimer(d)
+		defer stop()
+	}
 	h, err := t.wait()
 	t.leave()
 	return h, err
@@ -209,13 +214,14 @@ func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], erro
 
 // taker is one caller in takeSlow: what it holds while it waits.
 type taker[T any] struct {
-	p      *Pool[T]
-	ctx    context.Context
-	done   <-chan struct{} // ctx.Done()
-	start  int64           // waitClock at the start of the wait
-	w      *waiter[T]      // its request for a creation, while it has one
-	queued bool            // counted in p.queued: waiting for a give-back
-	slot   bool            // holds a slot marker it has not used yet
+	p       *Pool[T]
+	ctx     context.Context
+	done    <-chan struct{}  // ctx.Done()
+	timeout <-chan time.Time // fires at AcquireTimeout; nil without one
+	start   int64            // waitClock at the start of the wait
+	w       *waiter[T]       // its request for a creation, while it has one
+	queued  bool             // counted in p.queued: waiting for a give-back
+	slot    bool             // holds a slot marker it has not used yet
 }
 
 func (t *taker[T]) wait() (Handle[T], error) {
@@ -230,7 +236,7 @@ func (t *taker[T]) wait() (Handle[T], error) {
 		var e *entry[T]
 		var r created[T]
 		replied := false
-		if t.w == nil && t.done == nil {
+		if t.w == nil && t.done == nil && t.timeout == nil {
 			e = <-p.queue // nothing else can end this wait
 		} else {
 			var reply chan created[T]
@@ -242,8 +248,9 @@ func (t *taker[T]) wait() (Handle[T], error) {
 			case r = <-reply:
 				replied = true
 			case <-t.done:
-				p.counters.cancelled.Add(1)
-				return Handle[T]{}, t.ctx.Err()
+				return Handle[T]{}, t.cancelled()
+			case <-t.timeout:
+				return Handle[T]{}, t.timedOut()
 			}
 		}
 		if replied {
@@ -307,8 +314,9 @@ func (t *taker[T]) ask() error {
 		case <-p.done:
 			return ErrClosed
 		case <-t.done:
-			p.counters.cancelled.Add(1)
-			return t.ctx.Err()
+			return t.cancelled()
+		case <-t.timeout:
+			return t.timedOut()
 		}
 	}
 	n := p.queued.Add(1)
@@ -322,6 +330,19 @@ func (t *taker[T]) ask() error {
 		p.poke() // a slot freed meanwhile: see markers.go
 	}
 	return nil
+}
+
+// cancelled counts and returns the end of a wait by the caller's context.
+func (t *taker[T]) cancelled() error {
+	t.p.counters.cancelled.Add(1)
+	return t.ctx.Err()
+}
+
+// timedOut counts and returns the end of a wait by AcquireTimeout.
+func (t *taker[T]) timedOut() error {
+	p := t.p
+	p.counters.acquireTimeout.Add(1)
+	return &AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.cfg.MaxObjects, Waiting: int(p.waiting.Load())}
 }
 
 func (t *taker[T]) unqueue() {
