@@ -26,12 +26,13 @@ const mailboxSize = 256
 // message is what the actor receives. It is sent by value, so sending one
 // allocates nothing.
 type message[T any] struct {
-	kind msgKind
-	slot bool // msgTake: the sender brings a slot marker
-	w    *waiter[T]
-	e    *entry[T]
-	obj  T
-	err  error
+	kind      msgKind
+	slot      bool // msgTake: the sender brings a slot marker
+	abandoned bool // msgTested: the Test outlived its bound and still runs
+	w         *waiter[T]
+	e         *entry[T]
+	obj       T
+	err       error
 }
 
 // actor owns the pool's decisions. Every field here is touched only by the
@@ -113,7 +114,7 @@ func (a *actor[T]) handle(m message[T]) string {
 		a.onCreated(m.w, m.obj, m.err)
 		return "created"
 	case msgTested:
-		a.onTested(m.e, m.err)
+		a.onTested(m.e, m.err, m.abandoned)
 		return "tested"
 	case msgDestroyed:
 		a.onDestroyed(m.e)
@@ -210,19 +211,36 @@ func (a *actor[T]) offerSlots() {
 }
 
 // startCreate creates an object for w (nil: for idle) in a slot already
-// taken, bounded by CreateTimeout and by Close, but not by w's context.
+// taken. The creation runs with the values of w's context but outlives it:
+// it is bounded by CreateTimeout and by Close only (see goBounded).
 func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
 	a.creating++
 	p.creating.Store(int64(a.creating))
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.CreateTimeout)
-		obj, err := p.factory.Create(ctx)
-		cancel()
-		p.mailbox <- message[T]{kind: msgCreated, w: w, obj: obj, err: err}
-	}()
+	parent := context.Background()
+	if w != nil && w.ctx != nil {
+		parent = context.WithoutCancel(w.ctx)
+	}
+	type result struct {
+		obj T
+		err error
+	}
+	goBounded(p, parent, p.cfg.CreateTimeout, "create",
+		func(ctx context.Context) result {
+			obj, err := p.factory.Create(ctx)
+			return result{obj, err}
+		},
+		func(r result, errBound error) {
+			if errBound != nil {
+				r.err = errBound
+			}
+			p.mailbox <- message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err}
+		},
+		func(r result) {
+			if r.err == nil {
+				p.destroyLate(r.obj, DestroyLate)
+			}
+		})
 }
 
 func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
@@ -261,10 +279,13 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	}
 }
 
-func (a *actor[T]) onTested(e *entry[T], err error) {
+func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	a.testing--
 	a.p.testing.Store(int64(a.testing))
 	switch {
+	case abandoned: // Test still runs: its goroutine destroys the object
+		delete(a.all, e)
+		a.freeSlot()
 	case a.closing:
 		a.p.destroy(e, DestroyClosed)
 	case err != nil:
@@ -353,22 +374,29 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 }
 
 // startTest tests e, which the actor has taken out of idle so that nobody
-// can take it meanwhile.
+// can take it meanwhile. The pool bounds the Test by TestTimeout and Close
+// itself: past them the slot is freed at once and the object destroyed when
+// Test returns (see goBounded).
 func (a *actor[T]) startTest(e *entry[T]) {
 	p := a.p
 	a.testing++
 	p.testing.Store(int64(a.testing))
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TestTimeout)
-		err := p.factory.Test(ctx, e.obj)
-		if err == nil {
-			err = ctx.Err() // a Test that ignored its deadline still failed it
-		}
-		cancel()
-		p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
-	}()
+	goBounded(p, context.Background(), p.cfg.TestTimeout, "test",
+		func(ctx context.Context) error {
+			err := p.factory.Test(ctx, e.obj)
+			if err == nil {
+				err = ctx.Err() // a Test that ignored its deadline still failed it
+			}
+			return err
+		},
+		func(err, errBound error) {
+			if errBound != nil {
+				p.mailbox <- message[T]{kind: msgTested, e: e, err: errBound, abandoned: true}
+				return
+			}
+			p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
+		},
+		func(error) { p.destroyLate(e.obj, DestroyTestFailed) })
 }
 
 // reportHeld reports, once per lease, each object held past HoldThreshold.

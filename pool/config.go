@@ -62,10 +62,15 @@ type Config struct {
 	// Take asked for goes on and serves the next caller. Zero means no bound
 	// but the context's.
 	AcquireTimeout time.Duration
-	// CreateTimeout bounds one creation. Zero means DefaultCreateTimeout.
+	// CreateTimeout bounds one creation. Create gets it as its context's
+	// deadline, and the pool enforces it too: at the timeout the caller
+	// waiting for the creation gets a *CreateError, the slot is freed, and
+	// an object that Create returns later is destroyed (DestroyLate). Zero
+	// means DefaultCreateTimeout.
 	CreateTimeout time.Duration
-	// TestTimeout bounds one Test of an idle object; an object whose test
-	// times out is destroyed. Zero means DefaultTestTimeout.
+	// TestTimeout bounds one Test of an idle object, as CreateTimeout bounds
+	// a creation: at the timeout the slot is freed, and the object is
+	// destroyed when Test returns. Zero means DefaultTestTimeout.
 	TestTimeout time.Duration
 	// ValidationInterval is the actor's tick: every interval it destroys
 	// objects idle past MaxIdle or past their lifetime, Tests objects idle for

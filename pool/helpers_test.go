@@ -30,23 +30,43 @@ type fakeFactory struct {
 	live    atomic.Int64
 	maxLive atomic.Int64
 
-	mu        sync.Mutex
-	createErr error                // returned by Create when set
-	gate      chan struct{}        // when set, Create waits for it (or ctx)
-	testFn    func(*fakeObj) error // Test's verdict; nil passes
-	testGate  chan struct{}        // when set, Test waits for it (or ctx)
-	destroyed []int64              // ids, in order
+	mu         sync.Mutex
+	createErr  error                     // returned by Create when set
+	gate       chan struct{}             // when set, Create waits for it (or ctx)
+	createSeen func(ctx context.Context) // when set, Create calls it with its ctx first
+	testFn     func(*fakeObj) error      // Test's verdict; nil passes
+	testGate   chan struct{}             // when set, Test waits for it (or ctx)
+	deafToCtx  bool                      // the gates ignore ctx, as a badly written factory would
+	destroyed  []int64                   // ids, in order
+}
+
+// await waits for gate, and for ctx unless the factory is deaf to it.
+func (f *fakeFactory) await(ctx context.Context, gate chan struct{}) error {
+	f.mu.Lock()
+	deaf := f.deafToCtx
+	f.mu.Unlock()
+	if deaf {
+		<-gate
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (f *fakeFactory) Create(ctx context.Context) (*fakeObj, error) {
 	f.mu.Lock()
-	gate, err := f.gate, f.createErr
+	gate, err, seen := f.gate, f.createErr, f.createSeen
 	f.mu.Unlock()
+	if seen != nil {
+		seen(ctx)
+	}
 	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := f.await(ctx, gate); err != nil {
+			return nil, err
 		}
 	}
 	if err != nil {
@@ -70,10 +90,8 @@ func (f *fakeFactory) Test(ctx context.Context, o *fakeObj) error {
 	fn, gate := f.testFn, f.testGate
 	f.mu.Unlock()
 	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := f.await(ctx, gate); err != nil {
+			return err
 		}
 	}
 	if fn != nil {

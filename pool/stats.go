@@ -20,11 +20,12 @@ const (
 	DestroyDiscarded                       // handed back with Discard
 	DestroyLeaked                          // its Handle was lost (LEAK-DETECTED)
 	DestroyClosed                          // the pool was closed
+	DestroyLate                            // created after CreateTimeout had failed its creation
 	numDestroyReasons
 )
 
 var destroyReasonNames = [numDestroyReasons]string{
-	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed",
+	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late",
 }
 
 func (r DestroyReason) String() string {

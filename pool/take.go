@@ -142,6 +142,7 @@ func (p *Pool[T]) lend(e *entry[T]) Handle[T] {
 type waiter[T any] struct {
 	state atomic.Int32
 	reply chan created[T] // buffered 1; receives exactly once if delivered
+	ctx   context.Context // the caller's: its values reach the creation; immutable
 }
 
 const (
@@ -158,7 +159,9 @@ type created[T any] struct {
 	full bool
 }
 
-func newWaiter[T any]() *waiter[T] { return &waiter[T]{reply: make(chan created[T], 1)} }
+func newWaiter[T any](ctx context.Context) *waiter[T] {
+	return &waiter[T]{reply: make(chan created[T], 1), ctx: ctx}
+}
 
 // deliver hands r to w if w still waits; the actor calls it.
 func (w *waiter[T]) deliver(r created[T]) bool {
@@ -298,7 +301,7 @@ func (t *taker[T]) ask() error {
 			return nil
 		}
 		t.unqueue()
-		t.w = newWaiter[T]()
+		t.w = newWaiter[T](t.ctx)
 		p.mailbox <- message[T]{kind: msgTake, w: t.w, slot: true} // the slot keeps the actor running
 		return nil
 	}
@@ -306,7 +309,7 @@ func (t *taker[T]) ask() error {
 		return nil
 	}
 	if p.queued.Load() == 0 && p.total.Load() < int64(p.cfg.MaxObjects) {
-		w := newWaiter[T]()
+		w := newWaiter[T](t.ctx)
 		select {
 		case p.mailbox <- message[T]{kind: msgTake, w: w}:
 			t.w = w
