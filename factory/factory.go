@@ -42,9 +42,17 @@ type Funcs[T any] struct {
 	ValidateFunc func(obj T) error
 	TestFunc     func(ctx context.Context, obj T) error
 	DestroyFunc  func(obj T) error
+	// Hooks are the optional steps around Take and GiveBack.
+	Hooks Hooks[T]
 }
 
-var _ Factory[int] = Funcs[int]{}
+var (
+	_ Factory[int]      = Funcs[int]{}
+	_ HookProvider[int] = Funcs[int]{}
+)
+
+// LifecycleHooks returns f.Hooks.
+func (f Funcs[T]) LifecycleHooks() Hooks[T] { return f.Hooks }
 
 // Create calls CreateFunc.
 func (f Funcs[T]) Create(ctx context.Context) (T, error) {

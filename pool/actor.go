@@ -16,6 +16,7 @@ const (
 	msgCreated                  // a creation ended (obj or err)
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
+	msgAbandoned                // a hook on e outlived its bound: forget e, free its slot
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -119,6 +120,9 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgDestroyed:
 		a.onDestroyed(m.e)
 		return "destroyed"
+	case msgAbandoned:
+		a.forget(m.e)
+		return "abandoned"
 	}
 	return "unknown"
 }
@@ -228,6 +232,11 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	goBounded(p, parent, p.cfg.CreateTimeout, "create",
 		func(ctx context.Context) result {
 			obj, err := p.factory.Create(ctx)
+			if err == nil && p.hooks.AfterCreate != nil {
+				if err = p.hooks.AfterCreate(ctx, obj); err != nil {
+					p.destroyLate(obj, DestroyRejected) // never an entry
+				}
+			}
 			return result{obj, err}
 		},
 		func(r result, errBound error) {
@@ -284,8 +293,7 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	a.p.testing.Store(int64(a.testing))
 	switch {
 	case abandoned: // Test still runs: its goroutine destroys the object
-		delete(a.all, e)
-		a.freeSlot()
+		a.forget(e)
 	case a.closing:
 		a.p.destroy(e, DestroyClosed)
 	case err != nil:
@@ -293,6 +301,13 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	default:
 		a.p.pushIdle(e)
 	}
+}
+
+// forget drops e, whose object a goroutine the pool gave up on will
+// destroy, and frees its slot.
+func (a *actor[T]) forget(e *entry[T]) {
+	delete(a.all, e)
+	a.freeSlot()
 }
 
 func (a *actor[T]) onDestroyed(e *entry[T]) {

@@ -1,5 +1,7 @@
 package pool
 
+import "context"
+
 // GiveBack returns h's object to the pool: it is validated, then handed to
 // the caller that has waited longest, or kept idle. An object that fails
 // Validate or has outlived its lifetime is destroyed. Giving back twice
@@ -15,10 +17,33 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 		p.destroy(e, DestroyInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
 		p.destroy(e, DestroyLifetime)
+	case p.hooks.AfterGiveBack != nil && !p.closed.Load():
+		p.afterGiveBack(e)
 	default:
 		p.putIdle(e)
 	}
 	return nil
+}
+
+// afterGiveBack runs the AfterGiveBack hook on e in the background, bounded
+// by TestTimeout and Close, then makes e idle or destroys it. Past the bound
+// the slot is freed at once and the object destroyed when the hook returns.
+func (p *Pool[T]) afterGiveBack(e *entry[T]) {
+	p.checking.Add(1)
+	goBounded(p, context.Background(), p.cfg.TestTimeout, "AfterGiveBack",
+		func(ctx context.Context) error { return p.hooks.AfterGiveBack(ctx, e.obj) },
+		func(err, errBound error) {
+			p.checking.Add(-1)
+			switch {
+			case errBound != nil: // the hook still runs: its goroutine destroys the object
+				p.mailbox <- message[T]{kind: msgAbandoned, e: e}
+			case err != nil:
+				p.destroy(e, DestroyRejected)
+			default:
+				p.putIdle(e)
+			}
+		},
+		func(error) { p.destroyLate(e.obj, DestroyRejected) })
 }
 
 // Discard destroys h's object instead of giving it back: use it for an

@@ -18,6 +18,7 @@ type Pool[T any] struct {
 	cfg      Config // with defaults; immutable
 	sysClock bool   // cfg.Clock is SystemClock
 	factory  factory.Factory[T]
+	hooks    factory.Hooks[T] // immutable
 
 	// Idle objects live in idle's shards (one per P, roughly) and in queue.
 	// queue is also the wait queue: waiting callers block receiving from it,
@@ -46,6 +47,7 @@ type Pool[T any] struct {
 	testing    atomic.Int64
 	destroying atomic.Int64
 	offered    atomic.Int64 // slot markers offered and not yet used or returned
+	checking   atomic.Int64 // objects under their AfterGiveBack hook; written by anyone
 
 	// waiting counts callers in takeSlow; written by them. It is on its
 	// own cache line: the fast path reads it on every Take and GiveBack.
@@ -93,6 +95,9 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 		mailbox: make(chan message[T], mailboxSize),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if hp, ok := f.(factory.HookProvider[T]); ok {
+		p.hooks = hp.LifecycleHooks()
 	}
 	p.idle.init(cfg.MaxObjects)
 	p.waitStats = make([]waitStats, len(p.idle.shards))

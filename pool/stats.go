@@ -21,11 +21,12 @@ const (
 	DestroyLeaked                          // its Handle was lost (LEAK-DETECTED)
 	DestroyClosed                          // the pool was closed
 	DestroyLate                            // created after CreateTimeout had failed its creation
+	DestroyRejected                        // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
 	numDestroyReasons
 )
 
 var destroyReasonNames = [numDestroyReasons]string{
-	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late",
+	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late", "rejected",
 }
 
 func (r DestroyReason) String() string {
@@ -43,7 +44,7 @@ type Stats struct {
 	Idle       int
 	InUse      int // held by callers
 	Creating   int
-	Testing    int
+	Testing    int // under Test, or under the AfterGiveBack hook
 	Waiting    int // callers waiting for an object
 	Queued     int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
 
@@ -145,7 +146,7 @@ func (p *Pool[T]) Stats() Stats {
 		Total:           int(p.total.Load()),
 		Idle:            idle + p.queuedEntries(),
 		Creating:        int(p.creating.Load()),
-		Testing:         int(p.testing.Load()),
+		Testing:         int(p.testing.Load() + p.checking.Load()),
 		Waiting:         int(p.waiting.Load()),
 		Queued:          int(p.queued.Load()),
 		QueueFull:       c.queueFull.Load(),

@@ -25,7 +25,7 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 		if e.kind == kindSlot { // a free slot: make an object with it
 			return p.takeSlow(ctx, e)
 		}
-		h, err, ok := p.handOut(e)
+		h, err, ok := p.handOut(ctx, e)
 		if ok && err == nil {
 			return h, nil
 		}
@@ -82,7 +82,7 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 			return Handle[T]{}, ErrNoIdleObject
 		}
 		if e != nil {
-			h, err, ok := p.handOut(e)
+			h, err, ok := p.handOut(context.Background(), e)
 			if ok && err == nil {
 				return h, nil
 			}
@@ -105,9 +105,10 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 	}
 }
 
-// handOut turns an entry received from idle into a Handle. ok is false when
-// the entry failed Validate and was destroyed: the caller looks again.
-func (p *Pool[T]) handOut(e *entry[T]) (h Handle[T], err error, ok bool) {
+// handOut turns an entry received from idle into a Handle for the caller
+// whose context is ctx. ok is false when the entry failed Validate or was
+// rejected by BeforeHandOut, and was destroyed: the caller looks again.
+func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err error, ok bool) {
 	if p.closed.Load() {
 		p.destroy(e, DestroyClosed)
 		return Handle[T]{}, ErrClosed, true
@@ -116,7 +117,24 @@ func (p *Pool[T]) handOut(e *entry[T]) (h Handle[T], err error, ok bool) {
 		p.destroy(e, DestroyInvalid)
 		return Handle[T]{}, nil, false
 	}
+	if p.hooks.BeforeHandOut != nil {
+		if err := p.beforeHandOut(ctx, e); err != nil {
+			p.destroy(e, DestroyRejected)
+			if err := ctx.Err(); err != nil {
+				return Handle[T]{}, err, true // the caller's context ended the check
+			}
+			return Handle[T]{}, nil, false
+		}
+	}
 	return p.lend(e), nil, true
+}
+
+// beforeHandOut runs the BeforeHandOut hook on e with the caller's context,
+// bounded by TestTimeout.
+func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
+	defer cancel()
+	return p.hooks.BeforeHandOut(ctx, e.obj)
 }
 
 // lend marks e as out and returns its Handle; e must be held by the caller
@@ -277,7 +295,7 @@ func (t *taker[T]) wait() (Handle[T], error) {
 			continue
 		}
 		t.leave() // served by a give-back: withdraw the rest
-		h, err, ok := p.handOut(e)
+		h, err, ok := p.handOut(t.ctx, e)
 		if !ok {
 			continue // destroyed: look again
 		}
