@@ -74,8 +74,8 @@ func (a *actor[T]) run() {
 		select {
 		case m := <-p.mailbox:
 			ev = a.handle(m)
-		case t := <-ticker.C():
-			a.tick(nanos(t))
+		case <-ticker.C():
+			a.tick(p.clock())
 			ev = "tick"
 		case <-closing:
 			closing = nil // handled once

@@ -71,3 +71,19 @@ func (p *Pool[T]) startTimer(d time.Duration) (c <-chan time.Time, stop func()) 
 		timers.Put(t)
 	}
 }
+
+// monoEpoch is the reference of clock's readings with SystemClock.
+var monoEpoch = time.Now()
+
+// clock reads the pool's time, in nanoseconds, on which everything is
+// measured: waits, hold times, lifetimes, idle times (the actor's ticks store
+// a reading in Pool.now, the coarse clock that give-backs read for free).
+// With SystemClock it is time.Since of a fixed time, which reads only the
+// monotonic clock (time.Now reads the wall clock too): about 25 ns, a third
+// of time.Now's cost. Otherwise it is Clock.Now in Unix nanoseconds.
+func (p *Pool[T]) clock() int64 {
+	if p.sysClock {
+		return int64(time.Since(monoEpoch))
+	}
+	return p.cfg.Clock.Now().UnixNano()
+}

@@ -36,15 +36,22 @@ type Config struct {
 	// means none. At most MaxObjects.
 	MinIdle int
 	// MaxIdle is how long an object may stay idle before it is destroyed.
-	// Zero means DefaultMaxIdle; negative means no limit.
+	// It is checked once per ValidationInterval, so an object may stay idle
+	// up to MaxIdle+ValidationInterval; it must not be shorter than the
+	// interval. Zero means DefaultMaxIdle; negative means no limit.
 	MaxIdle time.Duration
-	// MaxLifetime is how long an object may live; an expired object is
-	// destroyed when it is given back or found idle. Zero means no limit, as
-	// does any lifetime too long to reach (math.MaxInt64 saturates).
+	// MaxLifetime is how long an object may live. It is exact where it
+	// matters: Take reads the clock and never hands out an expired object
+	// (it destroys it and looks again). An expired object is also destroyed
+	// when it is given back or found idle by a tick, within ValidationInterval
+	// of its expiry. The clock read costs about 25 ns per Take from idle, only
+	// with a lifetime set. Zero means no limit, as does any lifetime too long
+	// to reach (math.MaxInt64 saturates).
 	MaxLifetime time.Duration
 	// MaxLifetimeJitter adds a random duration in [0, MaxLifetimeJitter) to
 	// each object's lifetime, so that objects created together do not expire
-	// together. Zero means none.
+	// together (checked at Take as MaxLifetime is, so even a jitter shorter
+	// than ValidationInterval spreads them). Zero means none.
 	MaxLifetimeJitter time.Duration
 	// MaxQueueSize is how many callers may wait for an object to be given
 	// back once the pool is full; the next one fails at once with a
@@ -74,8 +81,10 @@ type Config struct {
 	TestTimeout time.Duration
 	// ValidationInterval is the actor's tick: every interval it destroys
 	// objects idle past MaxIdle or past their lifetime, Tests objects idle for
-	// a whole interval, reports handles held past the leak threshold and
-	// refills to MinIdle. Zero means DefaultValidationInterval.
+	// a whole interval, reports handles held past Leak.HoldThreshold and
+	// refills to MinIdle. It is the resolution of MaxIdle and of hold-time
+	// reports. Zero means DefaultValidationInterval, or MaxIdle when that is
+	// shorter.
 	ValidationInterval time.Duration
 	// Leak configures leak tracking. The zero value tracks lost handles
 	// through the garbage collector, without stacks.
@@ -126,6 +135,11 @@ func (c Config) Validate() error {
 			Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
 	}
 	d := c.withDefaults()
+	if d.MaxIdle > 0 && d.MaxIdle < d.ValidationInterval {
+		return &ConfigError{Field: "MaxIdle", Value: c.MaxIdle,
+			Reason: "must not be shorter than ValidationInterval (" + d.ValidationInterval.String() +
+				"): idle time is checked once per interval; shorten ValidationInterval or leave it 0 to follow MaxIdle"}
+	}
 	if d.MinIdle > d.MaxObjects {
 		return &ConfigError{Field: "MinIdle", Value: c.MinIdle,
 			Reason: "must not exceed MaxObjects (" + strconv.Itoa(d.MaxObjects) + ")"}
@@ -155,6 +169,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ValidationInterval == 0 {
 		c.ValidationInterval = DefaultValidationInterval
+		if c.MaxIdle > 0 {
+			c.ValidationInterval = min(c.ValidationInterval, c.MaxIdle)
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}

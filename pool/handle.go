@@ -2,7 +2,6 @@ package pool
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/respool/respool/internal/leaktrack"
 )
@@ -28,7 +27,7 @@ type entry[T any] struct {
 	// object, even otherwise. A Handle carries the odd value it was given.
 	lease atomic.Uint64
 
-	expiresAt int64 // unix nanos; 0 means never; immutable
+	expiresAt int64 // a clock reading; 0 means never; immutable
 
 	// home is the shard the entry goes back to when idle: that of the P
 	// that last took it from a shard. Written by whoever owns the entry.
@@ -38,7 +37,7 @@ type entry[T any] struct {
 	// is taken back (the shard.s mutex or the queue channel orders the two).
 	idleSince int64
 
-	// takenAt (unix nanos, pool time) and site describe the current lease;
+	// takenAt (a clock reading) and site describe the current lease;
 	// written by the taker, read by the actor's hold-time scan.
 	takenAt atomic.Int64
 	site    atomic.Pointer[leaktrack.Site]
@@ -74,5 +73,3 @@ func (h Handle[T]) Value() T { return h.e.obj }
 
 // Valid reports whether h was returned by a successful Take.
 func (h Handle[T]) Valid() bool { return h.e != nil }
-
-func nanos(t time.Time) int64 { return t.UnixNano() }

@@ -63,7 +63,8 @@ type Pool[T any] struct {
 	counters  counters
 	waitStats []waitStats // one per idle shard
 
-	// now is the pool's time in unix nanos, advanced by the actor each tick.
+	// now is the pool's coarse time (a clock reading), advanced by the actor
+	// each tick.
 	now atomic.Int64
 
 	baseCtx    context.Context // cancelled by Close: ends creations and tests
@@ -102,7 +103,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p.idle.init(cfg.MaxObjects)
 	p.waitStats = make([]waitStats, len(p.idle.shards))
 	_, p.sysClock = cfg.Clock.(SystemClock)
-	p.now.Store(nanos(cfg.Clock.Now()))
+	p.now.Store(p.clock())
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
 	a := newActor(p, hook)
 	go a.run()

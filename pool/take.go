@@ -117,6 +117,14 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err er
 		p.destroy(e, DestroyInvalid)
 		return Handle[T]{}, nil, false
 	}
+	var now int64 // read only when a limit needs it
+	if e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0 {
+		now = p.clock()
+	}
+	if e.expiresAt != 0 && now >= e.expiresAt { // never hand out an expired object
+		p.destroy(e, DestroyLifetime)
+		return Handle[T]{}, nil, false
+	}
 	if p.hooks.BeforeHandOut != nil {
 		if err := p.beforeHandOut(ctx, e); err != nil {
 			p.destroy(e, DestroyRejected)
@@ -126,7 +134,7 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err er
 			return Handle[T]{}, nil, false
 		}
 	}
-	return p.lend(e), nil, true
+	return p.lend(e, now), nil, true
 }
 
 // beforeHandOut runs the BeforeHandOut hook on e with the caller's context,
@@ -138,13 +146,18 @@ func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
 }
 
 // lend marks e as out and returns its Handle; e must be held by the caller
-// (received from idle or delivered by the actor).
-func (p *Pool[T]) lend(e *entry[T]) Handle[T] {
+// (received from idle or delivered by the actor). now is a clock reading,
+// or 0 if the caller has none.
+func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
 	lc := &p.cfg.Leak
 	// takenAt and site are stored before the lease changes, so the actor's
-	// hold-time scan never pairs a new lease with an old time.
+	// hold-time scan never pairs a new lease with an old time. takenAt is
+	// a real clock reading, so that hold times are true to the take.
 	if lc.HoldThreshold > 0 {
-		e.takenAt.Store(p.now.Load())
+		if now == 0 {
+			now = p.clock()
+		}
+		e.takenAt.Store(now)
 	}
 	if lc.CaptureStack {
 		e.site.Store(leaktrack.Capture(3))
@@ -222,7 +235,7 @@ func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], erro
 	if n == 1 {
 		p.flushToQueue()
 	}
-	t := taker[T]{p: p, ctx: ctx, done: ctx.Done(), slot: slot != nil, start: p.waitClock()}
+	t := taker[T]{p: p, ctx: ctx, done: ctx.Done(), slot: slot != nil, start: p.clock()}
 	if d := p.cfg.AcquireTimeout; d > 0 {
 		var stop func()
 		t.timeout, stop = p.startTimer(d)
@@ -239,7 +252,7 @@ type taker[T any] struct {
 	ctx     context.Context
 	done    <-chan struct{}  // ctx.Done()
 	timeout <-chan time.Time // fires at AcquireTimeout; nil without one
-	start   int64            // waitClock at the start of the wait
+	start   int64            // clock at the start of the wait
 	w       *waiter[T]       // its request for a creation, while it has one
 	queued  bool             // counted in p.queued: waiting for a give-back
 	slot    bool             // holds a slot marker it has not used yet
@@ -282,7 +295,7 @@ func (t *taker[T]) wait() (Handle[T], error) {
 			case r.full:
 				continue // no slot after all: wait for a give-back
 			}
-			h := p.lend(r.e)
+			h := p.lend(r.e, 0)
 			p.observeWait(t.start)
 			return h, nil
 		}
@@ -405,25 +418,10 @@ func btoi(b bool) int {
 	return 0
 }
 
-// monoEpoch is the reference of waitClock's readings with SystemClock.
-var monoEpoch = time.Now()
-
-// waitClock reads the clock that wait times are measured on, in nanos. With
-// SystemClock it is time.Since of a fixed time, which reads only the
-// monotonic clock (time.Now reads the wall clock too, and differences of
-// time.Now values use the monotonic clock anyway): the same durations at a
-// third of the cost.
-func (p *Pool[T]) waitClock() int64 {
-	if p.sysClock {
-		return int64(time.Since(monoEpoch))
-	}
-	return nanos(p.cfg.Clock.Now())
-}
-
 // observeWait counts a successful Take that had to wait since start (a
-// waitClock reading).
+// clock reading).
 func (p *Pool[T]) observeWait(start int64) {
-	d := time.Duration(p.waitClock() - start)
+	d := time.Duration(p.clock() - start)
 	h := p.idle.getHint()
 	p.waitStats[h.i&p.idle.mask].observe(d)
 	p.idle.putHint(h)
