@@ -17,6 +17,7 @@ const (
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
 	msgAbandoned                // a hook on e outlived its bound: forget e, free its slot
+	msgGC                       // a garbage collection ended: watch the leases out
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -123,6 +124,9 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgAbandoned:
 		a.forget(m.e)
 		return "abandoned"
+	case msgGC:
+		a.watchLeases()
+		return "gc"
 	}
 	return "unknown"
 }
@@ -278,7 +282,6 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		e.expiresAt = addSat(p.now.Load(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
-	p.watchLeaks(e)
 	switch {
 	case a.closing:
 		p.destroy(e, DestroyClosed)
@@ -366,6 +369,7 @@ func (a *actor[T]) tick(now int64) {
 		idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
 	}
 	a.reportHeld(now)
+	a.watchLeases()
 	a.refillTo = true
 }
 
@@ -447,6 +451,8 @@ func (a *actor[T]) refill() {
 func (a *actor[T]) startClose() {
 	p := a.p
 	a.closing = true
+	a.watchLeases() // so that the collections Close runs find every lost Handle
+	close(p.closeStarted)
 	p.cancelBase()
 	for _, w := range a.pending { // their slots were taken; nothing will be made
 		if w == nil {

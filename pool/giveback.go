@@ -1,6 +1,9 @@
 package pool
 
-import "context"
+import (
+	"context"
+	"runtime"
+)
 
 // GiveBack returns h's object to the pool: it is validated, then handed to
 // the caller that has waited longest, or kept idle. An object that fails
@@ -67,9 +70,9 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 	if !e.lease.CompareAndSwap(h.lease, h.lease+1) {
 		return nil, ErrAlreadyReturned
 	}
-	// Using h.token after the swap keeps it reachable until the lease has
-	// ended, so the leak detector cannot reclaim the object under us.
-	e.token = h.token
+	// h.token stays reachable until the lease has ended, so the leak
+	// detector cannot reclaim the object under us.
+	runtime.KeepAlive(h.token)
 	return e, nil
 }
 

@@ -42,12 +42,10 @@ type entry[T any] struct {
 	takenAt atomic.Int64
 	site    atomic.Pointer[leaktrack.Site]
 
-	// token is the entry's leak token (nil when leak tracking is off). The
-	// entry holds it while the object is in the pool; while the object is
-	// out only the Handle does, so the token becomes unreachable exactly when
-	// every copy of the current Handle is lost. Written by whoever owns the
-	// entry.
-	token *leaktrack.Token
+	// unwatched is the leak token of the current (or last) lease until the
+	// actor watches it (see leaks.go); nil when leak tracking is off.
+	// Written by the taker, swapped to nil by the actor.
+	unwatched atomic.Pointer[leaktrack.Token]
 
 	// heldReported is the lease already reported as held too long. Only the
 	// actor touches it.
@@ -60,11 +58,18 @@ type entry[T any] struct {
 // still referenced.
 //
 // A Handle is a small value; copies refer to the same claim, and only the
-// first GiveBack or Discard of any copy counts.
+// first GiveBack or Discard of any copy counts. Copies of a Handle already
+// given back do not hide the loss of a later Handle of the same object: each
+// Take's Handle has its own token.
+//
+// Do not store a Handle in (or anywhere reachable from) its own object, such
+// as obj.owner = &session{h}: the pool holds the object, so such a Handle is
+// never unreachable, its loss is never found, and Close waits for it in vain.
+// Keep Handles beside the objects they hold.
 type Handle[T any] struct {
 	e     *entry[T]
 	lease uint64
-	token *leaktrack.Token // nil when leak tracking is off
+	token *leaktrack.Token // this lease's; nil when leak tracking is off
 }
 
 // Value returns the object. It must not be used after the Handle is given

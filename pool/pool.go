@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/respool/respool/factory"
-	"github.com/respool/respool/internal/leaktrack"
 )
 
 // Pool is a pool of objects of type T made by a factory.Factory. It is safe
@@ -35,10 +36,11 @@ type Pool[T any] struct {
 	wake    *entry[T]
 	wakeOut atomic.Bool
 
-	mailbox chan message[T] // to the actor
-	closing chan struct{}   // closed by Close
-	done    chan struct{}   // closed by the actor when the last object is gone
-	closed  atomic.Bool     // set by Close before closing is closed
+	mailbox      chan message[T] // to the actor
+	closing      chan struct{}   // closed by Close
+	closeStarted chan struct{}   // closed by the actor once it has begun closing
+	done         chan struct{}   // closed by the actor when the last object is gone
+	closed       atomic.Bool     // set by Close before closing is closed
 
 	// Gauges written only by the actor (destroying: +1 by the destroyer, -1
 	// by the actor); read by anyone.
@@ -89,13 +91,14 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	}
 	cfg = cfg.withDefaults()
 	p := &Pool[T]{
-		cfg:     cfg,
-		factory: f,
-		queue:   make(chan *entry[T], cfg.MaxObjects+1), // every entry and the marker
-		wake:    &entry[T]{kind: kindWake},
-		mailbox: make(chan message[T], mailboxSize),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:          cfg,
+		factory:      f,
+		queue:        make(chan *entry[T], cfg.MaxObjects+1), // every entry and the marker
+		wake:         &entry[T]{kind: kindWake},
+		mailbox:      make(chan message[T], mailboxSize),
+		closing:      make(chan struct{}),
+		closeStarted: make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	if hp, ok := f.(factory.HookProvider[T]); ok {
 		p.hooks = hp.LifecycleHooks()
@@ -107,6 +110,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
 	a := newActor(p, hook)
 	go a.run()
+	p.notifyGC()
 	return p, nil
 }
 
@@ -132,33 +136,9 @@ func checkFactory[T any](f factory.Factory[T]) error {
 // Config returns the pool's configuration with defaults filled in.
 func (p *Pool[T]) Config() Config { return p.cfg }
 
-// watchLeaks gives e a leak token, watched for e's whole life.
-func (p *Pool[T]) watchLeaks(e *entry[T]) {
-	if p.cfg.Leak.Disabled {
-		return
-	}
-	e.token = new(leaktrack.Token)
-	leaktrack.Watch(e.token, e, p.reclaimLost)
-}
-
-// reclaimLost runs on the runtime's cleanup goroutine once e's token has
-// been collected. The pool holds the token whenever the object is in it, so
-// if the object is out, every copy of its Handle is lost: it is reported and
-// destroyed. Otherwise e was destroyed and this is a no-op.
-func (p *Pool[T]) reclaimLost(e *entry[T]) {
-	lease := e.lease.Load()
-	if lease&1 == 0 || !e.lease.CompareAndSwap(lease, lease+1) {
-		return
-	}
-	p.counters.leaks.Add(1)
-	leaktrack.LogLost(p.cfg.Logger, p.cfg.Name, e.site.Load())
-	p.destroy(e, DestroyLeaked)
-}
-
 // destroy destroys e in a new goroutine and tells the actor when it is done,
 // freeing e's slot. The caller must own e.
 func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
-	e.token = nil // let the token, and with it e, be collected
 	p.destroying.Add(1)
 	p.wg.Add(1)
 	go func() {
@@ -186,15 +166,47 @@ func (p *Pool[T]) StartClose() {
 // Close stops the pool (see StartClose) and waits until every object is
 // gone. It returns nil then, or ctx's error, wrapped with how many objects
 // remain, if ctx ends first; calling it again waits again.
+//
+// With leak tracking on, Close runs garbage collections while objects are
+// still out (at once, then less and less often, at most once a second), so
+// that Handles lost without GiveBack are found and their objects destroyed
+// instead of holding Close up until ctx ends.
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.StartClose()
+	if !p.cfg.Leak.Disabled {
+		select {
+		case <-p.closeStarted: // the actor has watched every lease out
+		case <-p.done:
+		case <-ctx.Done():
+		}
+		collect := time.NewTimer(0)
+		defer collect.Stop()
+		for pause := time.Millisecond; ; pause = min(2*pause, time.Second) {
+			select {
+			case <-p.done:
+				return nil
+			case <-ctx.Done():
+				return p.closeError(ctx)
+			case <-collect.C:
+				if p.Stats().InUse > 0 {
+					runtime.GC()
+				}
+				collect.Reset(pause)
+			}
+		}
+	}
 	select {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("pool: close: %s still alive (%d in use): %w",
-			count(p.total.Load(), "object"), p.Stats().InUse, ctx.Err())
+		return p.closeError(ctx)
 	}
+}
+
+// closeError says what is left when ctx ended Close's wait.
+func (p *Pool[T]) closeError(ctx context.Context) error {
+	return fmt.Errorf("pool: close: %s still alive (%d in use): %w",
+		count(p.total.Load(), "object"), p.Stats().InUse, ctx.Err())
 }
 
 // addSat returns the sum of now and the non-negative ds, saturated at

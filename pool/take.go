@@ -163,7 +163,9 @@ func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
 		e.site.Store(leaktrack.Capture(3))
 	}
 	h := Handle[T]{e: e, lease: e.lease.Add(1)}
-	h.token, e.token = e.token, nil
+	if !lc.Disabled {
+		h.token = p.newToken(e, h.lease)
+	}
 	return h
 }
 

@@ -28,7 +28,7 @@ func TestCaptureNamesTheCaller(t *testing.T) {
 
 //go:noinline
 func dropToken(lost chan int) {
-	Watch(new(Token), 42, func(v int) { lost <- v })
+	Watch(&Token{Lease: 1}, 42, func(v int) { lost <- v })
 }
 
 func TestWatchRunsOnceTheTokenIsUnreachable(t *testing.T) {
@@ -49,6 +49,35 @@ func TestWatchRunsOnceTheTokenIsUnreachable(t *testing.T) {
 			t.Fatal("cleanup never ran")
 		}
 		runtime.Gosched()
+	}
+}
+
+func TestOnGCRunsAfterEachCollectionUntilToldToStop(t *testing.T) {
+	calls := make(chan int, 16)
+	n := 0
+	OnGC(func() bool {
+		n++
+		calls <- n
+		return n < 3
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for got := 0; got < 3; {
+		runtime.GC()
+		select {
+		case got = <-calls:
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("OnGC ran %d times, want 3", got)
+		}
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	select {
+	case n := <-calls:
+		t.Fatalf("OnGC ran a %dth time after its function said stop", n)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
 
