@@ -279,7 +279,8 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	e := &entry[T]{obj: obj, pool: p, home: a.nextHome}
 	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
-		e.expiresAt = addSat(p.now.Load(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
+		// A clock read, not the coarse now, which may be an interval old.
+		e.expiresAt = addSat(p.clock(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
 	switch {

@@ -102,3 +102,17 @@ func TestValidateRefusesAnIdleLimitShorterThanTheInterval(t *testing.T) {
 		t.Fatalf("Validate = %v", err)
 	}
 }
+
+// A lifetime starts when the object is created, not at the last tick: an
+// object created long after a tick is not born expired.
+func TestLifetimeStartsAtTheCreation(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxLifetime: time.Second}) // ValidationInterval 30s
+	h.clk.Move(20 * time.Second)                                        // no tick: the coarse clock stays behind
+	a := h.take()
+	h.giveBack(a)
+	b := h.take()
+	if b.Value() != a.Value() {
+		t.Fatal("a new object was destroyed as expired")
+	}
+	h.giveBack(b)
+}

@@ -220,7 +220,9 @@ func (w *waiter[T]) leave() (created[T], bool) {
 // See markers.go for how waiters, slots and markers work together.
 func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], error) {
 	if p.closed.Load() {
-		p.returnSlots(btoi(slot != nil))
+		if slot != nil {
+			p.returnSlots(1)
+		}
 		return Handle[T]{}, ErrClosed
 	}
 	n := p.waiting.Add(1)
@@ -411,13 +413,6 @@ func (t *taker[T]) leave() {
 func (p *Pool[T]) stopWaiting() {
 	p.waiting.Add(-1)
 	p.wakeIfNeeded()
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // observeWait counts a successful Take that had to wait since start (a
