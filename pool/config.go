@@ -36,9 +36,12 @@ type Config struct {
 	// means none. At most MaxObjects.
 	MinIdle int
 	// MaxIdle is how long an object may stay idle before it is destroyed.
-	// It is checked once per ValidationInterval, so an object may stay idle
-	// up to MaxIdle+ValidationInterval; it must not be shorter than the
-	// interval. Zero means DefaultMaxIdle; negative means no limit.
+	// It is checked once per ValidationInterval against the pool's coarse
+	// clock (read at each tick, so that GiveBack reads no clock): an object
+	// is destroyed after an idle time between MaxIdle-ValidationInterval and
+	// MaxIdle+ValidationInterval, never much after MaxIdle. It must not be
+	// shorter than the interval. Zero means DefaultMaxIdle; negative means
+	// no limit.
 	MaxIdle time.Duration
 	// MaxLifetime is how long an object may live. It is exact where it
 	// matters: Take reads the clock and never hands out an expired object
