@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/respool/respool/factory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -259,10 +261,19 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return f })
+}
+
+// newHarnessOf is newHarness with the factory that of makes of the fake one.
+// When the test ends it closes the pool and waits until every object is
+// destroyed (an object a bounded call gave up on is destroyed when that call
+// returns).
+func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) factory.Factory[*fakeObj]) *harness {
+	t.Helper()
 	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
 	cfg.Clock = h.clk
 	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
-	p, err := newPool[*fakeObj](h.f, cfg, h.ev.hook)
+	p, err := newPool[*fakeObj](of(h.f), cfg, h.ev.hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +284,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		if err := p.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if n := h.f.live.Load(); n != 0 {
-			t.Errorf("%d objects alive after Close", n)
-		}
+		waitUntil(t, "every object is destroyed after Close", func() bool { return h.f.live.Load() == 0 })
 	})
 	return h
 }

@@ -20,22 +20,7 @@ func (f hookedFactory) LifecycleHooks() factory.Hooks[*fakeObj] { return f.hooks
 
 func newHookedHarness(t *testing.T, cfg Config, hooks factory.Hooks[*fakeObj]) *harness {
 	t.Helper()
-	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
-	cfg.Clock = h.clk
-	p, err := newPool[*fakeObj](hookedFactory{h.f, hooks}, cfg, h.ev.hook)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.p = p
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		waitUntil(t, "every object is destroyed", func() bool { return h.f.live.Load() == 0 })
-	})
-	return h
+	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return hookedFactory{f, hooks} })
 }
 
 func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
