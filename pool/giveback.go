@@ -16,7 +16,7 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 		return err
 	}
 	switch {
-	case p.factory.Validate(e.obj) != nil:
+	case !p.valid(e.obj):
 		p.destroy(e, DestroyInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
 		p.destroy(e, DestroyLifetime)

@@ -19,6 +19,7 @@ type Pool[T any] struct {
 	cfg      Config // with defaults; immutable
 	sysClock bool   // cfg.Clock is SystemClock
 	factory  factory.Factory[T]
+	validate func(T) error    // factory.Validate, or nil when every object is valid; immutable
 	hooks    factory.Hooks[T] // immutable
 
 	// Idle objects live in idle's shards (one per P, roughly) and in queue.
@@ -103,6 +104,10 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	if hp, ok := f.(factory.HookProvider[T]); ok {
 		p.hooks = hp.LifecycleHooks()
 	}
+	p.validate = f.Validate
+	if fs, ok := f.(factory.Funcs[T]); ok { // a copy: its ValidateFunc cannot change
+		p.validate = fs.ValidateFunc // no interface call per Take and GiveBack, none at all when nil
+	}
 	p.idle.init(cfg.MaxObjects)
 	p.waitStats = make([]waitStats, len(p.idle.shards))
 	_, p.sysClock = cfg.Clock.(SystemClock)
@@ -113,6 +118,9 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p.notifyGC()
 	return p, nil
 }
+
+// valid reports whether obj passes the factory's Validate.
+func (p *Pool[T]) valid(obj T) bool { return p.validate == nil || p.validate(obj) == nil }
 
 // checkFactory refuses a factory that cannot make objects: nil, or a
 // factory.Funcs without CreateFunc (which would fail every Take).

@@ -113,7 +113,7 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err er
 		p.destroy(e, DestroyClosed)
 		return Handle[T]{}, ErrClosed, true
 	}
-	if p.factory.Validate(e.obj) != nil {
+	if !p.valid(e.obj) {
 		p.destroy(e, DestroyInvalid)
 		return Handle[T]{}, nil, false
 	}
