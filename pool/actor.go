@@ -44,18 +44,18 @@ type actor[T any] struct {
 	// pending are the requests for a creation that have a slot but wait for
 	// MaxConcurrentCreates, oldest first; nil asks for an object for nobody
 	// in particular.
-	pending  []*waiter[T]
-	all      map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
-	total    int                    // slots taken: entries alive, creations in flight or pending, slot markers offered
-	offered  int                    // slot markers offered and not yet used or handed back
-	creating int
-	anon     int // creations in flight or pending for nobody in particular (MinIdle, TryTake)
-	testing  int
-	lastTick int64       // pool time of the previous tick
-	nextHome int         // home shard of the next entry created (round robin)
-	batch    []*entry[T] // the tick's scratch list
-	closing  bool
-	refillTo bool // an event freed a slot or an idle object: refill to MinIdle
+	pending    []*waiter[T]
+	all        map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
+	total      int                    // slots taken: entries alive, creations in flight or pending, slot markers offered
+	offered    int                    // slot markers offered and not yet used or handed back
+	creating   int
+	anon       int // creations in flight or pending for nobody in particular (MinIdle, TryTake)
+	testing    int
+	lastTick   int64       // pool time of the previous tick
+	nextHome   int         // home shard of the next entry created (round robin)
+	batch      []*entry[T] // the tick's scratch list
+	closing    bool
+	needRefill bool // an event freed a slot or an idle object: refill to MinIdle
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -86,8 +86,8 @@ func (a *actor[T]) run() {
 		// Any event may have freed a slot: the queued callers come first,
 		// then MinIdle. And once closed, wake the waiting callers.
 		a.offerSlots()
-		if a.refillTo {
-			a.refillTo = false
+		if a.needRefill {
+			a.needRefill = false
 			a.refill()
 		}
 		p.wakeIfNeeded()
@@ -194,7 +194,7 @@ func (a *actor[T]) canCreate() bool {
 // (see markers.go).
 func (a *actor[T]) freeSlot() {
 	a.setTotal(a.total - 1)
-	a.refillTo = true
+	a.needRefill = true
 }
 
 // takeBackSlot frees the slot of a slot marker handed back unused (the
@@ -371,7 +371,7 @@ func (a *actor[T]) tick(now int64) {
 	}
 	a.reportHeld(now)
 	a.watchLeases()
-	a.refillTo = true
+	a.needRefill = true
 }
 
 // tickEntry decides what the tick does with the idle entry e and returns

@@ -94,7 +94,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	p := &Pool[T]{
 		cfg:          cfg,
 		factory:      f,
-		queue:        make(chan *entry[T], cfg.MaxObjects+1), // every entry and the marker
+		queue:        make(chan *entry[T], cfg.MaxObjects+1), // see markers.go
 		wake:         &entry[T]{kind: kindWake},
 		mailbox:      make(chan message[T], mailboxSize),
 		closing:      make(chan struct{}),
