@@ -195,7 +195,7 @@ func TestQueueFullReachesTheCaller(t *testing.T) {
 		waitCtx, cancel := context.WithCancel(ctx)
 		waited := make(chan error, 1)
 		go func() { waited <- db.QueryRowContext(waitCtx, "SELECT 1").Scan(new(int)) }()
-		for c.Stats().Waiting != 1 { // until the second caller queues
+		for c.Stats().Queued != 1 { // until the second caller queues
 			if ctx.Err() != nil {
 				t.Fatal("the second caller never queued")
 			}
