@@ -69,8 +69,9 @@ var poolKinds = []poolKind{
 	{"chan", newChan},
 }
 
-// respoolLeak is respool with its default leak tracking (a token watched by
-// the garbage collector on every Take), for information.
+// respoolLeak is respool with its default leak tracking (a token of its own
+// for each Take's Handle, watched by the garbage collector when its lease
+// outlasts a collection), for information.
 var respoolLeak = poolKind{"respool-leak", func(size int) (benchPool, error) { return newRespool(size, leak.Config{}) }}
 
 // withLeak is poolKinds and respoolLeak.

@@ -18,9 +18,19 @@ type Connector struct {
 	// whose connections do not implement driver.Pinger or whose Ping does not
 	// reach the server.
 	TestQuery string
+	// Hooks are the optional steps around Take and GiveBack; for example
+	// Hooks{BeforeHandOut: ResetSession} checks a connection taken from idle
+	// as database/sql would before reusing it.
+	Hooks Hooks[driver.Conn]
 }
 
-var _ Factory[driver.Conn] = Connector{}
+var (
+	_ Factory[driver.Conn]      = Connector{}
+	_ HookProvider[driver.Conn] = Connector{}
+)
+
+// LifecycleHooks returns c.Hooks.
+func (c Connector) LifecycleHooks() Hooks[driver.Conn] { return c.Hooks }
 
 // ErrNoConnector is returned by Connector.Create when Connector is nil.
 var ErrNoConnector = errors.New("factory: Connector.Connector is nil")

@@ -100,3 +100,29 @@ func TestConnectorAdapter(t *testing.T) {
 		t.Fatalf("Create without a connector = %v", err)
 	}
 }
+
+// resetConn is a fakeConn whose ResetSession says whether it is alive.
+type resetConn struct {
+	fakeConn
+	resetErr error
+	resetCtx context.Context
+}
+
+func (c *resetConn) ResetSession(ctx context.Context) error { c.resetCtx = ctx; return c.resetErr }
+
+func TestResetSessionHookCallsTheDriversResetter(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "caller")
+	c := &resetConn{resetErr: driver.ErrBadConn}
+	if err := ResetSession(ctx, c); !errors.Is(err, driver.ErrBadConn) || c.resetCtx.Value(key{}) != "caller" {
+		t.Fatalf("ResetSession = %v with ctx %v; want the resetter's error, called with the caller's context", err, c.resetCtx)
+	}
+	if err := ResetSession(ctx, &fakeConn{}); err != nil {
+		t.Fatalf("ResetSession of a conn without a resetter = %v", err)
+	}
+	f := Connector{Hooks: Hooks[driver.Conn]{BeforeHandOut: ResetSession}}
+	var hp HookProvider[driver.Conn] = f
+	if hp.LifecycleHooks().BeforeHandOut == nil {
+		t.Fatal("Connector does not provide its hooks")
+	}
+}

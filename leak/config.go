@@ -15,6 +15,10 @@ type Config struct {
 	// name the code that took the object. It costs a stack walk per take.
 	CaptureStack bool
 	// HoldThreshold, when positive, reports a handle held longer than it,
-	// once per take. Zero turns the report off.
+	// once per take. Hold time is measured from the real time of the take (a
+	// clock read per take, about 25 ns, only with a threshold set) and looked
+	// at on each of the pool's ticks, so a hold is reported at most one
+	// ValidationInterval after it passes the threshold, with its true length.
+	// Zero turns the report off.
 	HoldThreshold time.Duration
 }

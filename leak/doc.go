@@ -1,16 +1,17 @@
-// Package leak finds objects that were taken from a pool and never given
-// back.
+// Package leak configures how a pool finds objects that were taken and never
+// given back, and names the log messages it reports them with.
 //
-// Two detectors work together. The garbage collector finds a lost handle: the
-// holder keeps a Token reachable for as long as it holds the object, and
-// Watch arranges for a function to run once the Token becomes unreachable
-// (runtime.AddCleanup). The pool then logs LEAK-DETECTED with the Site where
-// the object was taken and reclaims the object. A hold-time threshold finds a
-// handle that is still reachable but held too long (a forgotten *sql.Rows);
-// it is reported once, as HELD-TOO-LONG, with the same Site.
+// Two detectors work together. The garbage collector finds a lost handle:
+// every Take hands out a pool.Handle that keeps a token reachable for as long
+// as the caller holds it; once no copy of that Handle is reachable, the pool
+// logs MsgLeak (LEAK-DETECTED) with where the object was taken, destroys the
+// object and frees its slot. A hold-time threshold finds a handle that is
+// still reachable but held too long (a forgotten *sql.Rows); it is reported
+// once per take as MsgHeld (HELD-TOO-LONG).
 //
-// Capturing a Site costs a stack walk per take; it can be switched off, and
-// then reports say where the pool is but not who took the object.
+// Capturing the taker's stack costs a stack walk per take; it is off by
+// default, and then reports name the pool but not who took the object.
 //
-// This package imports no other respool package.
+// This package imports no other respool package; the machinery lives in
+// internal/leaktrack.
 package leak

@@ -1,66 +1,31 @@
-package leak
+package leak_test
 
 import (
-	"bytes"
-	"log/slog"
-	"runtime"
-	"strings"
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/leak"
+	"github.com/respool/respool/pool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-//go:noinline
-func captureHere() *Site { return Capture(0) }
-
-func TestCaptureNamesTheCaller(t *testing.T) {
-	s := captureHere().String()
-	if !strings.HasPrefix(s, "github.com/respool/respool/leak.captureHere\n") || !strings.Contains(s, "leak_test.go:") {
-		t.Fatalf("stack = %q, want captureHere first with its file", s)
+// A pool that records who took each object and reports handles held longer
+// than a minute. Search the logs for leak.MsgLeak and leak.MsgHeld.
+func ExampleConfig() {
+	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}
+	p, err := pool.New[int](f, pool.Config{
+		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute},
+	})
+	if err != nil {
+		panic(err)
 	}
-	if got := (*Site)(nil).String(); !strings.Contains(got, "not captured") {
-		t.Fatalf("nil Site = %q", got)
-	}
-}
-
-//go:noinline
-func dropToken(lost chan int) {
-	Watch(new(Token), 42, func(v int) { lost <- v })
-}
-
-func TestWatchRunsOnceTheTokenIsUnreachable(t *testing.T) {
-	lost := make(chan int, 1)
-	dropToken(lost)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		runtime.GC()
-		select {
-		case v := <-lost:
-			if v != 42 {
-				t.Fatalf("lost(%d), want 42", v)
-			}
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("cleanup never ran")
-		}
-		runtime.Gosched()
-	}
-}
-
-func TestReportsAreSearchable(t *testing.T) {
-	var buf bytes.Buffer
-	l := slog.New(slog.NewTextHandler(&buf, nil))
-	LogLost(l, "conn", captureHere())
-	LogHeld(l, "conn", 2*time.Minute, time.Minute, nil)
-	out := buf.String()
-	for _, want := range []string{"LEAK-DETECTED", "HELD-TOO-LONG", "captureHere", "held=2m0s", "threshold=1m0s"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("log %q lacks %q", out, want)
-		}
-	}
+	defer p.Close(context.Background())
+	fmt.Println(leak.MsgLeak, leak.MsgHeld)
+	// Output: LEAK-DETECTED HELD-TOO-LONG
 }

@@ -2,48 +2,60 @@ package pool
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/leaktrack"
 )
 
 type msgKind uint8
 
 const (
-	msgTake      msgKind = iota // a caller wants an object created (w nil: for nobody in particular)
+	msgTake      msgKind = iota // a caller wants an object created (w nil: for nobody in particular; slot: with a slot it holds)
+	msgSlot                     // a slot marker handed back unused
+	msgPoke                     // a queued caller saw a free slot: offer it
 	msgCreated                  // a creation ended (obj or err)
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
-	msgStats                    // a caller wants the number of takes (reply)
+	msgAbandoned                // a hook on e outlived its bound: forget e, free its slot
+	msgGC                       // a garbage collection ended: watch the leases out
 )
+
+// mailboxSize is the actor's mailbox capacity. The actor never sends to its
+// own mailbox, so any size is free of deadlock; senders wait while the actor
+// catches up.
+const mailboxSize = 256
 
 // message is what the actor receives. It is sent by value, so sending one
 // allocates nothing.
 type message[T any] struct {
-	kind  msgKind
-	w     *waiter[T]
-	e     *entry[T]
-	obj   T
-	err   error
-	reply chan<- uint64 // msgStats
+	kind      msgKind
+	slot      bool // msgTake: the sender brings a slot marker
+	abandoned bool // msgTested: the Test outlived its bound and still runs
+	w         *waiter[T]
+	e         *entry[T]
+	obj       T
+	err       error
 }
 
 // actor owns the pool's decisions. Every field here is touched only by the
 // actor goroutine; the atomics on Pool that mirror them are written only by it.
 type actor[T any] struct {
-	p        *Pool[T]
-	pending  []*waiter[T]           // callers that asked for a creation, oldest first
-	all      map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
-	total    int                    // entries alive plus creations in flight
-	creating int
-	anon     int // creations in flight for nobody in particular (MinIdle, TryTake)
-	testing  int
-	lastTick int64       // pool time of the previous tick
-	nextHome int         // home shard of the next entry created (round robin)
-	retired  uint64      // takes of objects already destroyed
-	batch    []*entry[T] // the tick's scratch list
-	closing  bool
+	p *Pool[T]
+	// pending are the requests for a creation that have a slot but wait for
+	// MaxConcurrentCreates, oldest first; nil asks for an object for nobody
+	// in particular.
+	pending    []*waiter[T]
+	all        map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
+	total      int                    // slots taken: entries alive, creations in flight or pending, slot markers offered
+	offered    int                    // slot markers offered and not yet used or handed back
+	creating   int
+	anon       int // creations in flight or pending for nobody in particular (MinIdle, TryTake)
+	testing    int
+	lastTick   int64       // pool time of the previous tick
+	nextHome   int         // home shard of the next entry created (round robin)
+	batch      []*entry[T] // the tick's scratch list
+	closing    bool
+	needRefill bool // an event freed a slot or an idle object: refill to MinIdle
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -63,23 +75,27 @@ func (a *actor[T]) run() {
 		select {
 		case m := <-p.mailbox:
 			ev = a.handle(m)
-		case t := <-ticker.C():
-			a.tick(nanos(t))
+		case <-ticker.C():
+			a.tick(p.clock())
 			ev = "tick"
 		case <-closing:
 			closing = nil // handled once
 			a.startClose()
 			ev = "close"
 		}
-		// Any event may have freed a slot (a destroy, a failed creation) or
-		// closed the pool: wake a waiting caller to act on it.
+		// Any event may have freed a slot: the queued callers come first,
+		// then MinIdle. And once closed, wake the waiting callers.
+		a.offerSlots()
+		if a.needRefill {
+			a.needRefill = false
+			a.refill()
+		}
 		p.wakeIfNeeded()
 		if a.hook != nil {
 			a.hook(ev)
 		}
 		if a.closing && a.total == 0 {
 			p.wg.Wait() // every pool goroutine has sent its last message
-			p.finalTakes.Store(a.retired)
 			close(p.done)
 			return
 		}
@@ -89,76 +105,155 @@ func (a *actor[T]) run() {
 func (a *actor[T]) handle(m message[T]) string {
 	switch m.kind {
 	case msgTake:
-		a.onTake(m.w)
+		a.onTake(m.w, m.slot)
 		return "take"
+	case msgSlot:
+		a.takeBackSlot()
+		return "slot"
+	case msgPoke:
+		return "poke"
 	case msgCreated:
 		a.onCreated(m.w, m.obj, m.err)
 		return "created"
 	case msgTested:
-		a.onTested(m.e, m.err)
+		a.onTested(m.e, m.err, m.abandoned)
 		return "tested"
 	case msgDestroyed:
 		a.onDestroyed(m.e)
 		return "destroyed"
-	case msgStats:
-		m.reply <- a.takes()
-		return "stats"
+	case msgAbandoned:
+		a.forget(m.e)
+		return "abandoned"
+	case msgGC:
+		a.watchLeases()
+		return "gc"
 	}
 	return "unknown"
 }
 
-func (a *actor[T]) onTake(w *waiter[T]) {
-	if a.closing {
-		return // the caller sees Pool.closing
+// onTake handles a request for a creation: w's, or one for nobody in
+// particular (TryTake) when w is nil. With slot, the sender brings a slot
+// marker; otherwise the request takes a free slot, or, for a caller, is
+// answered full when there is none.
+func (a *actor[T]) onTake(w *waiter[T], slot bool) {
+	p := a.p
+	if slot {
+		a.offered--
+		p.offered.Store(int64(a.offered))
 	}
-	if w == nil { // TryTake: make one object for whoever comes next
-		if a.anon == 0 && a.p.idleCount() == 0 && a.canCreate() {
-			a.startCreate(nil)
+	if a.closing {
+		if slot {
+			a.freeSlot()
+		}
+		if w != nil {
+			w.deliver(created[T]{err: ErrClosed})
 		}
 		return
 	}
-	a.pending = append(a.pending, w)
-	if len(a.pending) > 2*a.p.cfg.MaxQueueSize { // callers that left long ago
-		a.pending = slices.DeleteFunc(a.pending, func(w *waiter[T]) bool { return w.state.Load() != waiterWaiting })
+	if !slot {
+		switch {
+		case w == nil && (a.anon > 0 || p.idleCount() > 0 || !a.canCreate()):
+			return // TryTake: one object on its way, or one idle, is enough
+		case a.total >= p.cfg.MaxObjects:
+			w.deliver(created[T]{full: true})
+			return
+		}
+		a.setTotal(a.total + 1)
 	}
+	if w == nil {
+		a.anon++
+	}
+	a.pending = append(a.pending, w)
 	a.startCreates()
 }
 
-// startCreates starts a creation for each pending caller still waiting, as
-// far as MaxObjects and MaxConcurrentCreates allow.
+// startCreates starts the pending creations, as far as MaxConcurrentCreates
+// allows. A caller that left before its creation started gives its slot up.
 func (a *actor[T]) startCreates() {
-	for len(a.pending) > 0 && a.canCreate() {
+	for len(a.pending) > 0 && a.creating < a.p.cfg.MaxConcurrentCreates {
 		w := a.pending[0]
 		a.pending[0] = nil
 		a.pending = a.pending[1:]
-		if w.state.Load() == waiterWaiting {
+		switch {
+		case w == nil:
+			a.startCreate(nil)
+		case w.state.Load() == waiterWaiting:
 			a.startCreate(w)
+		default:
+			a.freeSlot()
 		}
 	}
 }
 
+// canCreate reports whether a slot is free and a creation may start now.
 func (a *actor[T]) canCreate() bool {
 	return !a.closing && a.total < a.p.cfg.MaxObjects && a.creating < a.p.cfg.MaxConcurrentCreates
 }
 
-// startCreate creates an object for w (nil: for the idle channel), bounded
-// by CreateTimeout and by Close, but not by w's context.
+// freeSlot gives a slot up. total is stored before offerSlots loads queued
+// (see markers.go).
+func (a *actor[T]) freeSlot() {
+	a.setTotal(a.total - 1)
+	a.needRefill = true
+}
+
+// takeBackSlot frees the slot of a slot marker handed back unused (the
+// actor may offer it again at once).
+func (a *actor[T]) takeBackSlot() {
+	a.offered--
+	a.p.offered.Store(int64(a.offered))
+	a.freeSlot()
+}
+
+// offerSlots offers each free slot to the callers queued for a give-back,
+// one slot marker per caller not offered one yet. The longest waiter gets
+// the first (see markers.go).
+func (a *actor[T]) offerSlots() {
+	p := a.p
+	for !a.closing && a.total < p.cfg.MaxObjects && int(p.queued.Load()) > a.offered {
+		a.setTotal(a.total + 1)
+		a.offered++
+		p.offered.Store(int64(a.offered))
+		p.queue <- &entry[T]{kind: kindSlot} // never blocks: see markers.go
+	}
+}
+
+// startCreate creates an object for w (nil: for idle) in a slot already
+// taken. The creation runs with the values of w's context but outlives it:
+// it is bounded by CreateTimeout and by Close only (see goBounded).
 func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
-	a.setTotal(a.total + 1)
 	a.creating++
 	p.creating.Store(int64(a.creating))
-	if w == nil {
-		a.anon++
+	parent := context.Background()
+	if w != nil && w.ctx != nil {
+		parent = context.WithoutCancel(w.ctx)
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.CreateTimeout)
-		obj, err := p.factory.Create(ctx)
-		cancel()
-		p.mailbox <- message[T]{kind: msgCreated, w: w, obj: obj, err: err}
-	}()
+	type result struct {
+		obj T
+		err error
+	}
+	goBounded(p, parent, p.cfg.CreateTimeout, "create",
+		func(ctx context.Context) result {
+			obj, err := p.factory.Create(ctx)
+			if err == nil && p.hooks.AfterCreate != nil {
+				if err = p.hooks.AfterCreate(ctx, obj); err != nil {
+					p.destroyLate(obj, DestroyRejected) // never an entry
+				}
+			}
+			return result{obj, err}
+		},
+		func(r result, errBound error) {
+			if errBound != nil {
+				r.err = errBound
+			}
+			p.mailbox <- message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err}
+		},
+		func(r result) {
+			if r.err == nil {
+				p.destroyLate(r.obj, DestroyLate)
+			}
+		})
 }
 
 func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
@@ -168,8 +263,9 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	if w == nil {
 		a.anon--
 	}
+	defer a.startCreates()
 	if err != nil {
-		a.setTotal(a.total - 1)
+		a.freeSlot()
 		if a.closing {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
@@ -177,17 +273,16 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		if w == nil || !w.deliver(created[T]{err: &CreateError{Err: err}}) {
 			p.cfg.Logger.Warn("create failed", "pool", p.cfg.Name, "error", err)
 		}
-		a.startCreates() // each waiting caller gets its own attempt
 		return
 	}
 	p.counters.creates.Add(1)
 	e := &entry[T]{obj: obj, pool: p, home: a.nextHome}
 	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
-		e.expiresAt = p.now.Load() + int64(lt) + jitter(int64(p.cfg.MaxLifetimeJitter))
+		// A clock read, not the coarse now, which may be an interval old.
+		e.expiresAt = addSat(p.clock(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
-	p.watchLeaks(e)
 	switch {
 	case a.closing:
 		p.destroy(e, DestroyClosed)
@@ -195,13 +290,14 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 	default:
 		p.putIdle(e)
 	}
-	a.startCreates()
 }
 
-func (a *actor[T]) onTested(e *entry[T], err error) {
+func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	a.testing--
 	a.p.testing.Store(int64(a.testing))
 	switch {
+	case abandoned: // Test still runs: its goroutine destroys the object
+		a.forget(e)
 	case a.closing:
 		a.p.destroy(e, DestroyClosed)
 	case err != nil:
@@ -211,24 +307,17 @@ func (a *actor[T]) onTested(e *entry[T], err error) {
 	}
 }
 
-func (a *actor[T]) onDestroyed(e *entry[T]) {
+// forget drops e, whose object a goroutine the pool gave up on will
+// destroy, and frees its slot.
+func (a *actor[T]) forget(e *entry[T]) {
 	delete(a.all, e)
-	a.retired += e.lease.Load() / 2
-	a.p.destroying.Add(-1)
-	a.setTotal(a.total - 1)
-	a.startCreates()
-	a.refill()
+	a.freeSlot()
 }
 
-// takes counts successful Takes: each entry's lease grows by one per
-// hand-out and one per hand-back, so the fast path counts without a shared
-// counter.
-func (a *actor[T]) takes() uint64 {
-	n := a.retired
-	for e := range a.all {
-		n += (e.lease.Load() + 1) / 2
-	}
-	return n
+func (a *actor[T]) onDestroyed(e *entry[T]) {
+	delete(a.all, e)
+	a.p.destroying.Add(-1)
+	a.freeSlot()
 }
 
 func (a *actor[T]) setTotal(n int) {
@@ -266,8 +355,12 @@ func (a *actor[T]) tick(now int64) {
 		var e *entry[T]
 		select {
 		case e = <-p.queue:
-			if e == p.wake { // not an entry: put it back for the waiters
+			switch e.kind {
+			case kindWake: // put it back for the waiters
 				p.queue <- e
+				continue
+			case kindSlot: // left unused: take it back (offerSlots may offer it again)
+				a.takeBackSlot()
 				continue
 			}
 		default:
@@ -277,7 +370,8 @@ func (a *actor[T]) tick(now int64) {
 		idleLeft = a.tickEntry(e, now, prev, maxIdle, idleLeft)
 	}
 	a.reportHeld(now)
-	a.refill()
+	a.watchLeases()
+	a.needRefill = true
 }
 
 // tickEntry decides what the tick does with the idle entry e and returns
@@ -300,22 +394,29 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 }
 
 // startTest tests e, which the actor has taken out of idle so that nobody
-// can take it meanwhile.
+// can take it meanwhile. The pool bounds the Test by TestTimeout and Close
+// itself: past them the slot is freed at once and the object destroyed when
+// Test returns (see goBounded).
 func (a *actor[T]) startTest(e *entry[T]) {
 	p := a.p
 	a.testing++
 	p.testing.Store(int64(a.testing))
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TestTimeout)
-		err := p.factory.Test(ctx, e.obj)
-		if err == nil {
-			err = ctx.Err() // a Test that ignored its deadline still failed it
-		}
-		cancel()
-		p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
-	}()
+	goBounded(p, context.Background(), p.cfg.TestTimeout, "test",
+		func(ctx context.Context) error {
+			err := p.factory.Test(ctx, e.obj)
+			if err == nil {
+				err = ctx.Err() // a Test that ignored its deadline still failed it
+			}
+			return err
+		},
+		func(err, errBound error) {
+			if errBound != nil {
+				p.mailbox <- message[T]{kind: msgTested, e: e, err: errBound, abandoned: true}
+				return
+			}
+			p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
+		},
+		func(error) { p.destroyLate(e.obj, DestroyTestFailed) })
 }
 
 // reportHeld reports, once per lease, each object held past HoldThreshold.
@@ -333,7 +434,7 @@ func (a *actor[T]) reportHeld(now int64) {
 		if held := now - e.takenAt.Load(); held >= int64(threshold) {
 			e.heldReported = lease
 			p.counters.held.Add(1)
-			leak.LogHeld(p.cfg.Logger, p.cfg.Name+" object", time.Duration(held), threshold, e.site.Load())
+			leaktrack.LogHeld(p.cfg.Logger, p.cfg.Name, time.Duration(held), threshold, e.site.Load())
 		}
 	}
 }
@@ -342,6 +443,8 @@ func (a *actor[T]) reportHeld(now int64) {
 // so idle again soon) or on their way.
 func (a *actor[T]) refill() {
 	for a.p.idleCount()+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+		a.setTotal(a.total + 1)
+		a.anon++
 		a.startCreate(nil)
 	}
 }
@@ -349,8 +452,21 @@ func (a *actor[T]) refill() {
 func (a *actor[T]) startClose() {
 	p := a.p
 	a.closing = true
+	a.watchLeases() // so that the collections Close runs find every lost Handle
+	close(p.closeStarted)
 	p.cancelBase()
+	for _, w := range a.pending { // their slots were taken; nothing will be made
+		if w == nil {
+			a.anon--
+		} else {
+			w.deliver(created[T]{err: ErrClosed})
+		}
+		a.freeSlot()
+	}
 	clear(a.pending)
 	a.pending = nil
-	p.drainClosed() // the run loop then wakes the waiting callers (wakeIfNeeded)
+	for range p.drainClosed() {
+		a.takeBackSlot()
+	}
+	// The run loop then wakes the waiting callers (wakeIfNeeded).
 }

@@ -3,8 +3,12 @@ package pool
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 func TestCloseReleasesWaitersAndDestroysObjectsAsTheyComeBack(t *testing.T) {
@@ -66,7 +70,7 @@ func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = p.Close(ctx)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 objects still alive (1 in use)") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 object still alive (1 in use)") {
 		t.Fatalf("Close = %v, want context.Canceled naming 1 object in use", err)
 	}
 	if err := p.GiveBack(a); err != nil {
@@ -116,4 +120,56 @@ func TestCloseReleasesEveryWaiter(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close = %v", err)
 	}
+}
+
+// After StartClose, which returns at once, objects given back are destroyed,
+// a lost Handle is still found and its object destroyed, and the actor ends
+// once the last object is gone, leaving no goroutine behind.
+func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	f := &fakeFactory{}
+	p, err := New[*fakeObj](f, Config{MaxObjects: 3, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	loseAHandle(p)
+	c, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.GiveBack(c); err != nil { // idle
+		t.Fatal(err)
+	}
+	p.StartClose()
+	if _, err := p.Take(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Take after StartClose = %v", err)
+	}
+	waitUntil(t, "the idle object is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 1 })
+	if err := p.GiveBack(a); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the object given back is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 2 })
+	done := func() bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
+	if done() {
+		t.Fatal("the pool finished closing with a lost object still out")
+	}
+	waitUntil(t, "the lost Handle is found and the pool done", func() bool {
+		runtime.GC()
+		return done()
+	})
+	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || s.Total != 0 || f.live.Load() != 0 {
+		t.Fatalf("stats = %+v, live %d; want the lost object destroyed and nothing left", s, f.live.Load())
+	}
+	goleak.VerifyNone(t, ignore)
 }

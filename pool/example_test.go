@@ -49,7 +49,7 @@ func ExamplePool_Take_queueFull() {
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan error)
 	go func() { _, err := p.Take(ctx); waiting <- err }()
-	for p.Stats().Waiting == 0 { // let the second caller queue
+	for p.Stats().Queued == 0 { // let the second caller queue
 	}
 
 	_, err := p.Take(context.Background())
@@ -60,6 +60,6 @@ func ExamplePool_Take_queueFull() {
 	_ = p.GiveBack(held)
 	// Output:
 	// true
-	// pool: wait queue full: 1 callers already waiting (MaxQueueSize 1, MaxObjects 1)
+	// pool: wait queue full: 1 caller already waiting (MaxQueueSize 1, MaxObjects 1)
 	// context canceled
 }

@@ -81,10 +81,10 @@ func TestStatsCountWaitsInTheHistogram(t *testing.T) {
 	if got := s.WaitHistogram.Total(); got != 2 {
 		t.Fatalf("histogram counts %d takes, want 2", got)
 	}
-	if q := s.WaitHistogram.Quantile(0.99); q != 4096*time.Microsecond {
+	if q, ok := s.WaitHistogram.Quantile(0.99); !ok || q != 4096*time.Microsecond {
 		t.Fatalf("p99 = %v, want the 4.096ms bucket", q)
 	}
-	if q := s.WaitHistogram.Quantile(0.25); q != time.Microsecond {
+	if q, ok := s.WaitHistogram.Quantile(0.25); !ok || q != time.Microsecond {
 		t.Fatalf("p25 = %v, want the first bucket", q)
 	}
 }
@@ -95,7 +95,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		field string
 	}{
 		{Config{MaxObjects: -1}, "MaxObjects"},
-		{Config{MaxObjects: MaxMaxObjects + 1}, "MaxObjects"},
+		{Config{MaxObjects: MaxObjectsLimit + 1}, "MaxObjects"},
 		{Config{MaxQueueSize: -5}, "MaxQueueSize"},
 		{Config{MaxObjects: 2, MinIdle: 3}, "MinIdle"},
 		{Config{CreateTimeout: -time.Second}, "CreateTimeout"},

@@ -2,9 +2,8 @@ package pool
 
 import (
 	"sync/atomic"
-	"time"
 
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/leaktrack"
 )
 
 // entry is one pooled object and its bookkeeping.
@@ -20,6 +19,7 @@ type entry[T any] struct {
 	// keeps one entry's fields off the line where the previous one ends.
 	_ [cacheLine]byte
 
+	kind entryKind // kindObject but for the markers; immutable
 	obj  T
 	pool *Pool[T] // immutable
 
@@ -27,7 +27,7 @@ type entry[T any] struct {
 	// object, even otherwise. A Handle carries the odd value it was given.
 	lease atomic.Uint64
 
-	expiresAt int64 // unix nanos; 0 means never; immutable
+	expiresAt int64 // a clock reading; 0 means never; immutable
 
 	// home is the shard the entry goes back to when idle: that of the P
 	// that last took it from a shard. Written by whoever owns the entry.
@@ -37,17 +37,15 @@ type entry[T any] struct {
 	// is taken back (the shard.s mutex or the queue channel orders the two).
 	idleSince int64
 
-	// takenAt (unix nanos, pool time) and site describe the current lease;
+	// takenAt (a clock reading) and site describe the current lease;
 	// written by the taker, read by the actor's hold-time scan.
 	takenAt atomic.Int64
-	site    atomic.Pointer[leak.Site]
+	site    atomic.Pointer[leaktrack.Site]
 
-	// token is the entry's leak token (nil when leak tracking is off). The
-	// entry holds it while the object is in the pool; while the object is
-	// out only the Handle does, so the token becomes unreachable exactly when
-	// every copy of the current Handle is lost. Written by whoever owns the
-	// entry.
-	token *leak.Token
+	// unwatched is the leak token of the current (or last) lease until the
+	// actor watches it (see leaks.go); nil when leak tracking is off.
+	// Written by the taker, swapped to nil by the actor.
+	unwatched atomic.Pointer[leaktrack.Token]
 
 	// heldReported is the lease already reported as held too long. Only the
 	// actor touches it.
@@ -60,11 +58,18 @@ type entry[T any] struct {
 // still referenced.
 //
 // A Handle is a small value; copies refer to the same claim, and only the
-// first GiveBack or Discard of any copy counts.
+// first GiveBack or Discard of any copy counts. Copies of a Handle already
+// given back do not hide the loss of a later Handle of the same object: each
+// Take's Handle has its own token.
+//
+// Do not store a Handle in (or anywhere reachable from) its own object, such
+// as obj.owner = &session{h}: the pool holds the object, so such a Handle is
+// never unreachable, its loss is never found, and Close waits for it in vain.
+// Keep Handles beside the objects they hold.
 type Handle[T any] struct {
 	e     *entry[T]
 	lease uint64
-	token *leak.Token // nil when leak tracking is off
+	token *leaktrack.Token // this lease's; nil when leak tracking is off
 }
 
 // Value returns the object. It must not be used after the Handle is given
@@ -73,5 +78,3 @@ func (h Handle[T]) Value() T { return h.e.obj }
 
 // Valid reports whether h was returned by a successful Take.
 func (h Handle[T]) Valid() bool { return h.e != nil }
-
-func nanos(t time.Time) int64 { return t.UnixNano() }

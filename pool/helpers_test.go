@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/respool/respool/factory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,23 +32,43 @@ type fakeFactory struct {
 	live    atomic.Int64
 	maxLive atomic.Int64
 
-	mu        sync.Mutex
-	createErr error                // returned by Create when set
-	gate      chan struct{}        // when set, Create waits for it (or ctx)
-	testFn    func(*fakeObj) error // Test's verdict; nil passes
-	testGate  chan struct{}        // when set, Test waits for it (or ctx)
-	destroyed []int64              // ids, in order
+	mu         sync.Mutex
+	createErr  error                     // returned by Create when set
+	gate       chan struct{}             // when set, Create waits for it (or ctx)
+	createSeen func(ctx context.Context) // when set, Create calls it with its ctx first
+	testFn     func(*fakeObj) error      // Test's verdict; nil passes
+	testGate   chan struct{}             // when set, Test waits for it (or ctx)
+	deafToCtx  bool                      // the gates ignore ctx, as a badly written factory would
+	destroyed  []int64                   // ids, in order
+}
+
+// await waits for gate, and for ctx unless the factory is deaf to it.
+func (f *fakeFactory) await(ctx context.Context, gate chan struct{}) error {
+	f.mu.Lock()
+	deaf := f.deafToCtx
+	f.mu.Unlock()
+	if deaf {
+		<-gate
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (f *fakeFactory) Create(ctx context.Context) (*fakeObj, error) {
 	f.mu.Lock()
-	gate, err := f.gate, f.createErr
+	gate, err, seen := f.gate, f.createErr, f.createSeen
 	f.mu.Unlock()
+	if seen != nil {
+		seen(ctx)
+	}
 	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := f.await(ctx, gate); err != nil {
+			return nil, err
 		}
 	}
 	if err != nil {
@@ -70,10 +92,8 @@ func (f *fakeFactory) Test(ctx context.Context, o *fakeObj) error {
 	fn, gate := f.testFn, f.testGate
 	f.mu.Unlock()
 	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := f.await(ctx, gate); err != nil {
+			return err
 		}
 	}
 	if fn != nil {
@@ -96,12 +116,14 @@ func (f *fakeFactory) set(fn func(f *fakeFactory)) {
 	fn(f)
 }
 
-// fakeClock is moved by hand. Its ticker channel is unbuffered, so Tick
-// returns once the actor has received the tick.
+// fakeClock is moved by hand. Its ticker channel is unbuffered, so Advance
+// returns once the actor has received the tick. Its timers fire when the
+// clock is moved past them.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-	c   chan time.Time
+	mu     sync.Mutex
+	now    time.Time
+	c      chan time.Time
+	timers []*fakeTimer
 }
 
 func newFakeClock() *fakeClock {
@@ -116,13 +138,44 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) NewTicker(time.Duration) Ticker { return fakeTicker{c.c} }
 
-// Advance moves time on by d and delivers one tick to the actor.
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{clk: c, when: c.now.Add(d), c: make(chan time.Time, 1)}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// pendingTimers is the number of timers started and neither fired nor
+// stopped.
+func (c *fakeClock) pendingTimers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// Move moves time on by d, firing the timers due, without a tick.
+func (c *fakeClock) Move(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if t.when.After(c.now) {
+			kept = append(kept, t)
+			continue
+		}
+		t.c <- c.now
+	}
+	clear(c.timers[len(kept):])
+	c.timers = kept
+	return c.now
+}
+
+// Advance moves time on by d (see Move) and delivers one tick to the actor.
 func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
 	t.Helper()
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	now := c.now
-	c.mu.Unlock()
+	now := c.Move(d)
 	select {
 	case c.c <- now:
 	case <-time.After(5 * time.Second):
@@ -134,6 +187,26 @@ type fakeTicker struct{ c chan time.Time }
 
 func (t fakeTicker) C() <-chan time.Time { return t.c }
 func (fakeTicker) Stop()                 {}
+
+type fakeTimer struct {
+	clk  *fakeClock
+	when time.Time
+	c    chan time.Time
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	for i, x := range t.clk.timers {
+		if x == t {
+			t.clk.timers = append(t.clk.timers[:i], t.clk.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
 
 // events records what the actor handled, for tests to wait on.
 type events struct{ ch chan string }
@@ -188,10 +261,19 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return f })
+}
+
+// newHarnessOf is newHarness with the factory that of makes of the fake one.
+// When the test ends it closes the pool and waits until every object is
+// destroyed (an object a bounded call gave up on is destroyed when that call
+// returns).
+func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) factory.Factory[*fakeObj]) *harness {
+	t.Helper()
 	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
 	cfg.Clock = h.clk
 	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
-	p, err := newPool[*fakeObj](h.f, cfg, h.ev.hook)
+	p, err := newPool[*fakeObj](of(h.f), cfg, h.ev.hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,9 +284,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		if err := p.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if n := h.f.live.Load(); n != 0 {
-			t.Errorf("%d objects alive after Close", n)
-		}
+		waitUntil(t, "every object is destroyed after Close", func() bool { return h.f.live.Load() == 0 })
 	})
 	return h
 }

@@ -13,9 +13,10 @@ const waitBuckets = 28 // up to 1µs<<26 ≈ 67 s
 // waitStats counts the waits of the Takes of roughly one P (one per idle
 // shard), so that Ps do not contend on the counters. Safe for concurrent use.
 type waitStats struct {
-	nanos  atomic.Uint64
-	counts [waitBuckets]atomic.Uint64
-	_      [cacheLine]byte // keep neighbouring Ps' counters on other lines
+	nanos      atomic.Uint64
+	counts     [waitBuckets]atomic.Uint64
+	queueTakes atomic.Uint64   // Takes served at once from queue
+	_          [cacheLine]byte // keep neighbouring Ps' counters on other lines
 }
 
 func (w *waitStats) observe(d time.Duration) {
@@ -24,10 +25,9 @@ func (w *waitStats) observe(d time.Duration) {
 	w.counts[min(bits.Len64(uint64(d/time.Microsecond)), waitBuckets-1)].Add(1)
 }
 
-// waitSnapshot sums ws: how many Takes waited, how long in all, and the
-// histogram, whose first bucket also counts the Takes (of takes in all) that
-// were served at once.
-func waitSnapshot(ws []waitStats, takes uint64) (waits uint64, total time.Duration, h Histogram) {
+// waitSnapshot sums ws: how many Takes waited, how long in all, and their
+// histogram.
+func waitSnapshot(ws []waitStats) (waits uint64, total time.Duration, h Histogram) {
 	h = Histogram{Bounds: make([]time.Duration, waitBuckets), Counts: make([]uint64, waitBuckets)}
 	for i := range h.Bounds {
 		h.Bounds[i] = time.Microsecond << i
@@ -40,7 +40,6 @@ func waitSnapshot(ws []waitStats, takes uint64) (waits uint64, total time.Durati
 		total += time.Duration(ws[j].nanos.Load())
 	}
 	h.Bounds[waitBuckets-1] = 0 // unbounded
-	h.Counts[0] += takes - min(takes, waits)
 	return waits, total, h
 }
 
@@ -62,14 +61,16 @@ func (h Histogram) Total() uint64 {
 	return n
 }
 
-// Quantile returns the upper bound of the bucket holding quantile q (0..1),
-// or -1 for the unbounded last bucket, or 0 when nothing was counted.
-func (h Histogram) Quantile(q float64) time.Duration {
+// Quantile returns the upper bound of the bucket that holds quantile q
+// (0..1) of the counted Takes, and true. It returns 0 and false when nothing
+// was counted, and the last bucket's lower bound ("at least d") and false
+// when q falls in that last, unbounded bucket.
+func (h Histogram) Quantile(q float64) (d time.Duration, ok bool) {
 	total := h.Total()
 	if total == 0 {
-		return 0
+		return 0, false
 	}
-	rank := uint64(q * float64(total))
+	rank := uint64(max(q, 0) * float64(total))
 	if rank >= total {
 		rank = total - 1
 	}
@@ -78,10 +79,20 @@ func (h Histogram) Quantile(q float64) time.Duration {
 		seen += c
 		if seen > rank {
 			if h.Bounds[i] == 0 {
-				return -1
+				break
 			}
-			return h.Bounds[i]
+			return h.Bounds[i], true
 		}
 	}
-	return -1
+	return h.lastLowerBound(), false
+}
+
+// lastLowerBound is the largest finite bound: the lower bound of the last,
+// unbounded bucket.
+func (h Histogram) lastLowerBound() time.Duration {
+	var b time.Duration
+	for _, x := range h.Bounds {
+		b = max(b, x)
+	}
+	return b
 }

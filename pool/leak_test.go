@@ -2,6 +2,8 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,7 +19,7 @@ func takeAndLose(h *harness) {
 }
 
 func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", Leak: leak.Config{CaptureStack: true}})
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
 		runtime.GC()
@@ -25,8 +27,8 @@ func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
 	})
 	h.ev.wait(t, "destroyed", 1)
 	log := h.log.String()
-	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") {
-		t.Fatalf("log = %q, want one %s naming takeAndLose", log, leak.MsgLeak)
+	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, leak.MsgLeak)
 	}
 	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
 		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
@@ -55,7 +57,7 @@ func TestHandleGivenBackIsNeverReportedLost(t *testing.T) {
 }
 
 func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second,
+	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second, Name: "orders",
 		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
 	a := h.take()
 	h.clk.Advance(t, 30*time.Second)
@@ -70,7 +72,7 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
 	}
 	log := h.log.String()
-	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") {
+	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
 		t.Fatalf("log = %q, want %s with the taker's stack", log, leak.MsgHeld)
 	}
 	h.giveBack(a)
@@ -82,4 +84,52 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 		t.Fatalf("held-too-long reports = %d, want 2 after a second long hold", n)
 	}
 	h.giveBack(b)
+}
+
+// A copy of an earlier lease's Handle, kept alive, does not hide the loss
+// of a later lease of the same object.
+func TestStaleCopyOfAnOldHandleDoesNotHideALaterLeak(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	stale := h.take()
+	h.giveBack(stale) // stale stays reachable: a copy of lease 1's Handle
+	takeAndLose(h)    // lease 2 is lost
+	waitUntil(t, "the lost lease is reclaimed", func() bool {
+		runtime.GC()
+		return h.p.Stats().LeaksDetected == 1
+	})
+	if err := h.p.GiveBack(stale); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("GiveBack(stale) = %v, want ErrAlreadyReturned", err)
+	}
+}
+
+//go:noinline
+func loseAHandle(p *Pool[*fakeObj]) {
+	h, err := p.Take(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	_ = h.Value()
+}
+
+// Close collects garbage to find handles that were lost, instead of waiting
+// for a collection that may never come.
+func TestCloseFindsLostHandles(t *testing.T) {
+	f := &fakeFactory{}
+	var log logBuffer
+	p, err := New[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loseAHandle(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close = %v, want the lost handle found", err)
+	}
+	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || f.live.Load() != 0 {
+		t.Fatalf("stats = %+v, live %d; want the lost object reclaimed and destroyed", s, f.live.Load())
+	}
+	if !strings.Contains(log.String(), leak.MsgLeak) {
+		t.Fatalf("log = %q, want %s", log.String(), leak.MsgLeak)
+	}
 }

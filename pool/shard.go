@@ -14,26 +14,26 @@ const cacheLine = 64
 // callers on different Ps do not contend on one lock. The entry given back
 // last is taken first: a Take gets a warm object (a connection whose server
 // process just ran), and objects beyond what the load needs stay at the
-// bottom, where MaxIdle reclaims them. Each shard can hold every entry (cap
-// MaxObjects), so a push never grows it.
+// bottom, where MaxIdle reclaims them. A shard grows as entries come to it
+// and keeps its capacity, so a steady load pushes without allocating.
 type shard[T any] struct {
-	mu  sync.Mutex
-	n   int                          // entries in buf
-	buf []*entry[T]                  // len MaxObjects; buf[:n] bottom (given back longest ago) first
-	_   [cacheLine - 8 - 8 - 24]byte // keep neighbouring shards on other lines
+	mu    sync.Mutex
+	buf   []*entry[T]                  // bottom (given back longest ago) first
+	takes uint64                       // entries popped by take; guarded by mu
+	_     [cacheLine - 8 - 24 - 8]byte // keep neighbouring shards on other lines
 }
 
 // push adds e in the order of idleSince, which for a give-back is on top;
 // an entry back from its test, idle for longer, goes below the fresher ones.
 func (s *shard[T]) push(e *entry[T]) {
 	s.mu.Lock()
-	i := s.n
+	s.buf = append(s.buf, e)
+	i := len(s.buf) - 1
 	for i > 0 && s.buf[i-1].idleSince > e.idleSince {
 		s.buf[i] = s.buf[i-1]
 		i--
 	}
 	s.buf[i] = e
-	s.n++
 	s.mu.Unlock()
 }
 
@@ -47,30 +47,32 @@ func (s *shard[T]) pop() *entry[T] {
 
 // popLocked is pop with s.mu held.
 func (s *shard[T]) popLocked() *entry[T] {
-	if s.n == 0 {
+	n := len(s.buf)
+	if n == 0 {
 		return nil
 	}
-	s.n--
-	e := s.buf[s.n]
-	s.buf[s.n] = nil
+	e := s.buf[n-1]
+	s.buf[n-1] = nil
+	s.buf = s.buf[:n-1]
 	return e
 }
 
 // drainInto moves every entry to dst, the one given back longest ago first.
 func (s *shard[T]) drainInto(dst []*entry[T]) []*entry[T] {
 	s.mu.Lock()
-	dst = append(dst, s.buf[:s.n]...)
-	clear(s.buf[:s.n])
-	s.n = 0
+	dst = append(dst, s.buf...)
+	clear(s.buf)
+	s.buf = s.buf[:0]
 	s.mu.Unlock()
 	return dst
 }
 
-func (s *shard[T]) len() int {
+// counts returns the entries in the shard and how many take has popped.
+func (s *shard[T]) counts() (n int, takes uint64) {
 	s.mu.Lock()
-	n := s.n
+	n, takes = len(s.buf), s.takes
 	s.mu.Unlock()
-	return n
+	return n, takes
 }
 
 // hint is a shard index that stays with one P: hints live in a sync.Pool,
@@ -100,9 +102,6 @@ type idleSet[T any] struct {
 func (s *idleSet[T]) init(maxObjects int) {
 	n := numShards(maxObjects)
 	s.shards = make([]shard[T], n)
-	for i := range s.shards {
-		s.shards[i].buf = make([]*entry[T], maxObjects)
-	}
 	s.mask = n - 1
 	s.hints.New = func() any { return &hint{i: int(s.next.Add(1) - 1)} }
 }
@@ -127,7 +126,7 @@ func (s *idleSet[T]) take(h *hint) *entry[T] {
 			}
 			continue
 		}
-		e := sh.popLocked()
+		e := sh.popCounted()
 		sh.mu.Unlock()
 		if e != nil {
 			e.home = i
@@ -136,7 +135,11 @@ func (s *idleSet[T]) take(h *hint) *entry[T] {
 	}
 	for k := range s.shards { // every shard was busy or empty: look again, waiting for locks
 		i := (h.i + k) & s.mask
-		if e := s.shards[i].pop(); e != nil {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		e := sh.popCounted()
+		sh.mu.Unlock()
+		if e != nil {
 			e.home = i
 			return e
 		}
@@ -144,11 +147,23 @@ func (s *idleSet[T]) take(h *hint) *entry[T] {
 	return nil
 }
 
-// count is the number of entries in the shards.
-func (s *idleSet[T]) count() int {
-	n := 0
-	for i := range s.shards {
-		n += s.shards[i].len()
+// popCounted is popLocked counting a take: the fast path's count costs no
+// atomic, the shard's lock being held anyway.
+func (s *shard[T]) popCounted() *entry[T] {
+	e := s.popLocked()
+	if e != nil {
+		s.takes++
 	}
-	return n
+	return e
+}
+
+// counts returns the number of entries in the shards and how many take has
+// popped from them.
+func (s *idleSet[T]) counts() (n int, takes uint64) {
+	for i := range s.shards {
+		m, t := s.shards[i].counts()
+		n += m
+		takes += t
+	}
+	return n, takes
 }

@@ -1,6 +1,9 @@
 package pool
 
 import (
+	"iter"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -17,11 +20,13 @@ const (
 	DestroyDiscarded                       // handed back with Discard
 	DestroyLeaked                          // its Handle was lost (LEAK-DETECTED)
 	DestroyClosed                          // the pool was closed
+	DestroyLate                            // created after CreateTimeout had failed its creation
+	DestroyRejected                        // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
 	numDestroyReasons
 )
 
 var destroyReasonNames = [numDestroyReasons]string{
-	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed",
+	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late", "rejected",
 }
 
 func (r DestroyReason) String() string {
@@ -39,79 +44,129 @@ type Stats struct {
 	Idle       int
 	InUse      int // held by callers
 	Creating   int
-	Testing    int
+	Testing    int // under Test, or under the AfterGiveBack hook
 	Waiting    int // callers waiting for an object
+	Queued     int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
 
-	Takes          uint64        // successful Takes and TryTakes
-	Waits          uint64        // Takes that had to wait
-	WaitTime       time.Duration // total time those Takes waited
-	QueueFull      uint64        // Takes refused with ErrQueueFull
-	CancelledWaits uint64        // Takes whose context ended while waiting
-	Creates        uint64
-	CreateFailures uint64
-	Destroys       [numDestroyReasons]uint64 // indexed by DestroyReason
-	LeaksDetected  uint64                    // lost Handles reclaimed
-	HeldTooLong    uint64                    // Handles reported past Leak.HoldThreshold
+	Takes           uint64        // successful Takes and TryTakes
+	Waits           uint64        // Takes that had to wait
+	WaitTime        time.Duration // total time those Takes waited
+	QueueFull       uint64        // Takes refused with ErrQueueFull
+	CancelledWaits  uint64        // Takes whose context ended while waiting
+	AcquireTimeouts uint64        // Takes ended by Config.AcquireTimeout
+	Creates         uint64
+	CreateFailures  uint64
+	Destroys        DestroyCounts // objects destroyed, by reason
+	LeaksDetected   uint64        // lost Handles reclaimed
+	HeldTooLong     uint64        // Handles reported past Leak.HoldThreshold
 
 	// WaitHistogram is how long Takes waited, including those served at once.
 	WaitHistogram Histogram
 }
 
-// Destroyed is the number of objects destroyed for reason r.
-func (s Stats) Destroyed(r DestroyReason) uint64 {
+// Destroyed is the number of objects destroyed for reason r
+// (s.Destroys.Of(r)).
+func (s Stats) Destroyed(r DestroyReason) uint64 { return s.Destroys.Of(r) }
+
+// DestroyCounts counts destroyed objects by reason.
+type DestroyCounts struct {
+	n [numDestroyReasons]uint64
+}
+
+// Of is the number of objects destroyed for reason r; 0 for a reason this
+// version does not know.
+func (d DestroyCounts) Of(r DestroyReason) uint64 {
 	if r < 0 || r >= numDestroyReasons {
 		return 0
 	}
-	return s.Destroys[r]
+	return d.n[r]
+}
+
+// Total is the number of objects destroyed for any reason.
+func (d DestroyCounts) Total() uint64 {
+	var t uint64
+	for _, n := range d.n {
+		t += n
+	}
+	return t
+}
+
+// All yields every reason, in the order of their constants, with its count
+// (zero counts included), for exporting them as labelled metrics.
+func (d DestroyCounts) All() iter.Seq2[DestroyReason, uint64] {
+	return func(yield func(DestroyReason, uint64) bool) {
+		for r, n := range d.n {
+			if !yield(DestroyReason(r), n) {
+				return
+			}
+		}
+	}
+}
+
+// String lists the non-zero counts as reason=count, for example
+// "idle=3 discarded=1"; "none" when nothing was destroyed.
+func (d DestroyCounts) String() string {
+	var b strings.Builder
+	for r, n := range d.All() {
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(r.String())
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatUint(n, 10))
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
 }
 
 // counters are the pool's cumulative counters; any goroutine may add.
 type counters struct {
-	queueFull, cancelled                 atomic.Uint64
+	queueFull, cancelled, acquireTimeout atomic.Uint64
 	creates, createFailures, leaks, held atomic.Uint64
+	untaken                              atomic.Uint64 // idle entries popped by Take or TryTake but not handed out
 	destroys                             [numDestroyReasons]atomic.Uint64
 }
 
-// Stats returns a snapshot of the pool's gauges and counters. It asks the
-// actor for the number of takes (the fast path keeps no shared counter) and
-// works after Close.
+// Stats returns a snapshot of the pool's gauges and counters. It reads them
+// without asking the actor, and works after Close.
+//
+// Takes are counted where they happen, so that the fast path shares no
+// counter: under each shard's lock for the objects popped there, per P for
+// those taken from the queue and for waits.
 func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
+	idle, shardTakes := p.idle.counts()
 	s := Stats{
-		MaxObjects:     p.cfg.MaxObjects,
-		Total:          int(p.total.Load()),
-		Idle:           p.idleCount(),
-		Creating:       int(p.creating.Load()),
-		Testing:        int(p.testing.Load()),
-		Waiting:        int(p.waiting.Load()),
-		Takes:          p.takes(),
-		QueueFull:      c.queueFull.Load(),
-		CancelledWaits: c.cancelled.Load(),
-		Creates:        c.creates.Load(),
-		CreateFailures: c.createFailures.Load(),
-		LeaksDetected:  c.leaks.Load(),
-		HeldTooLong:    c.held.Load(),
+		MaxObjects:      p.cfg.MaxObjects,
+		Total:           int(p.total.Load()),
+		Idle:            idle + p.queuedEntries(),
+		Creating:        int(p.creating.Load()),
+		Testing:         int(p.testing.Load() + p.checking.Load()),
+		Waiting:         int(p.waiting.Load()),
+		Queued:          int(p.queued.Load()),
+		QueueFull:       c.queueFull.Load(),
+		CancelledWaits:  c.cancelled.Load(),
+		AcquireTimeouts: c.acquireTimeout.Load(),
+		Creates:         c.creates.Load(),
+		CreateFailures:  c.createFailures.Load(),
+		LeaksDetected:   c.leaks.Load(),
+		HeldTooLong:     c.held.Load(),
 	}
-	for i := range s.Destroys {
-		s.Destroys[i] = c.destroys[i].Load()
+	for i := range s.Destroys.n {
+		s.Destroys.n[i] = c.destroys[i].Load()
 	}
 	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
-	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats, s.Takes)
+	var queueTakes uint64
+	for i := range p.waitStats {
+		queueTakes += p.waitStats[i].queueTakes.Load()
+	}
+	s.Waits, s.WaitTime, s.WaitHistogram = waitSnapshot(p.waitStats)
+	s.Takes = shardTakes + queueTakes + s.Waits - min(c.untaken.Load(), shardTakes+queueTakes)
+	s.WaitHistogram.Counts[0] += s.Takes - min(s.Takes, s.Waits) // Takes served at once
 	return s
-}
-
-// takes asks the actor for the number of successful takes.
-func (p *Pool[T]) takes() uint64 {
-	reply := make(chan uint64, 1)
-	select {
-	case p.mailbox <- message[T]{kind: msgStats, reply: reply}:
-	case <-p.done:
-		return p.finalTakes.Load()
-	}
-	select {
-	case n := <-reply:
-		return n
-	case <-p.done:
-		return p.finalTakes.Load()
-	}
 }

@@ -37,7 +37,8 @@ func TestStressInvariants(t *testing.T) {
 		MinIdle:              1,
 		MaxQueueSize:         12,
 		MaxConcurrentCreates: 2,
-		ValidationInterval:   time.Millisecond, // real ticks: tests run concurrently with everything
+		AcquireTimeout:       1500 * time.Microsecond, // some waits end by the pool's bound, some by ctx
+		ValidationInterval:   time.Millisecond,        // real ticks: tests run concurrently with everything
 		MaxLifetime:          5 * time.Millisecond,
 		TestTimeout:          time.Second,
 		Logger:               slog.New(slog.DiscardHandler),
@@ -89,8 +90,8 @@ func TestStressInvariants(t *testing.T) {
 		t.Fatalf("%d objects were alive at once, MaxObjects %d", m, maxObjects)
 	}
 	s := p.Stats()
-	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, creates %d, create failures %d, destroys %v",
-		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.Creates, s.CreateFailures, s.Destroys)
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.Destroys)
 }
 
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
@@ -109,7 +110,7 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 	if err != nil {
 		var ce *CreateError
 		switch {
-		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject),
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
 			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce):
 		default:
 			t.Errorf("Take: unexpected error %v", err)

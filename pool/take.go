@@ -4,7 +4,170 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/respool/respool/internal/leaktrack"
 )
+
+// Take returns an idle object that passes Validate; failing that it asks for
+// a new one when the pool is below MaxObjects, and otherwise waits in FIFO
+// order for an object to be given back. It fails at once with ctx's error
+// when ctx has already ended (whether or not an object is idle), with a
+// *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
+// MaxQueueSize callers already wait for a give-back, and with ErrClosed once
+// the pool is closed. While waiting it fails with ctx's error when ctx ends
+// (the object it may have caused to be created goes to the next caller) and
+// with a *CreateError when the creation it asked for fails.
+func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
+	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
+		return Handle[T]{}, err
+	}
+	if e := p.takeIdle(); e != nil {
+		if e.kind == kindSlot { // a free slot: make an object with it
+			return p.takeSlow(ctx, e)
+		}
+		h, err, ok := p.handOut(ctx, e)
+		if ok && err == nil {
+			return h, nil
+		}
+		p.counters.untaken.Add(1)
+		if ok {
+			return h, err
+		}
+	}
+	return p.takeSlow(ctx, nil)
+}
+
+// takeIdle returns an idle entry or a slot marker, or nil. It looks first in
+// the calling P's shard, then in the others, then in queue. While callers
+// wait it returns nil, so that a newcomer does not overtake them: it queues
+// up behind them.
+func (p *Pool[T]) takeIdle() *entry[T] {
+	if p.waiting.Load() != 0 {
+		return nil
+	}
+	h := p.idle.getHint()
+	e := p.idle.take(h)
+	if e == nil {
+		if e = p.takeQueued(); e != nil && e.kind == kindObject {
+			p.waitStats[h.i&p.idle.mask].queueTakes.Add(1)
+		}
+	}
+	p.idle.putHint(h)
+	return e
+}
+
+// takeQueued returns an entry or slot marker from queue without waiting, or
+// nil.
+func (p *Pool[T]) takeQueued() *entry[T] {
+	select {
+	case e := <-p.queue:
+		if e.kind == kindWake { // meant for a waiter: put it back
+			p.queue <- e
+			return nil
+		}
+		return e
+	default:
+		return nil
+	}
+}
+
+// TryTake returns an idle object at once, or ErrNoIdleObject. When none is
+// idle and the pool is below MaxObjects it starts a creation, so that a later
+// TryTake may succeed.
+func (p *Pool[T]) TryTake() (Handle[T], error) {
+	for {
+		e := p.takeIdle()
+		if e != nil && e.kind == kindSlot { // create an object for whoever comes next
+			p.mailbox <- message[T]{kind: msgTake, slot: true} // the slot keeps the actor running
+			return Handle[T]{}, ErrNoIdleObject
+		}
+		if e != nil {
+			h, err, ok := p.handOut(context.Background(), e)
+			if ok && err == nil {
+				return h, nil
+			}
+			p.counters.untaken.Add(1)
+			if ok {
+				return h, err
+			}
+			continue
+		}
+		if p.closed.Load() {
+			return Handle[T]{}, ErrClosed
+		}
+		if p.total.Load() < int64(p.cfg.MaxObjects) {
+			select {
+			case p.mailbox <- message[T]{kind: msgTake}:
+			default: // the actor is busy; a later TryTake asks again
+			}
+		}
+		return Handle[T]{}, ErrNoIdleObject
+	}
+}
+
+// handOut turns an entry received from idle into a Handle for the caller
+// whose context is ctx. ok is false when the entry failed Validate or was
+// rejected by BeforeHandOut, and was destroyed: the caller looks again.
+func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err error, ok bool) {
+	if p.closed.Load() {
+		p.destroy(e, DestroyClosed)
+		return Handle[T]{}, ErrClosed, true
+	}
+	if !p.valid(e.obj) {
+		p.destroy(e, DestroyInvalid)
+		return Handle[T]{}, nil, false
+	}
+	var now int64 // read only when a limit needs it
+	if e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0 {
+		now = p.clock()
+	}
+	if e.expiresAt != 0 && now >= e.expiresAt { // never hand out an expired object
+		p.destroy(e, DestroyLifetime)
+		return Handle[T]{}, nil, false
+	}
+	if p.hooks.BeforeHandOut != nil {
+		if err := p.beforeHandOut(ctx, e); err != nil {
+			p.destroy(e, DestroyRejected)
+			if err := ctx.Err(); err != nil {
+				return Handle[T]{}, err, true // the caller's context ended the check
+			}
+			return Handle[T]{}, nil, false
+		}
+	}
+	return p.lend(e, now), nil, true
+}
+
+// beforeHandOut runs the BeforeHandOut hook on e with the caller's context,
+// bounded by TestTimeout.
+func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
+	defer cancel()
+	return p.hooks.BeforeHandOut(ctx, e.obj)
+}
+
+// lend marks e as out and returns its Handle; e must be held by the caller
+// (received from idle or delivered by the actor). now is a clock reading,
+// or 0 if the caller has none.
+func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
+	lc := &p.cfg.Leak
+	// takenAt and site are stored before the lease changes, so the actor's
+	// hold-time scan never pairs a new lease with an old time. takenAt is
+	// a real clock reading, so that hold times are true to the take.
+	if lc.HoldThreshold > 0 {
+		if now == 0 {
+			now = p.clock()
+		}
+		e.takenAt.Store(now)
+	}
+	if lc.CaptureStack {
+		e.site.Store(leaktrack.Capture(3))
+	}
+	h := Handle[T]{e: e, lease: e.lease.Add(1)}
+	if !lc.Disabled {
+		h.token = p.newToken(e, h.lease)
+	}
+	return h
+}
 
 // waiter is a caller that asked the actor for a new object. The actor hands
 // the outcome over through reply, after winning state from waiting to
@@ -12,6 +175,7 @@ import (
 type waiter[T any] struct {
 	state atomic.Int32
 	reply chan created[T] // buffered 1; receives exactly once if delivered
+	ctx   context.Context // the caller's: its values reach the creation; immutable
 }
 
 const (
@@ -20,10 +184,16 @@ const (
 	waiterGone
 )
 
-// created is the outcome of one creation.
+// created is the outcome of a request for a creation: an entry, an error,
+// or full (no slot was free: the caller waits for a give-back instead).
 type created[T any] struct {
-	e   *entry[T]
-	err error
+	e    *entry[T]
+	err  error
+	full bool
+}
+
+func newWaiter[T any](ctx context.Context) *waiter[T] {
+	return &waiter[T]{reply: make(chan created[T], 1), ctx: ctx}
 }
 
 // deliver hands r to w if w still waits; the actor calls it.
@@ -44,47 +214,19 @@ func (w *waiter[T]) leave() (created[T], bool) {
 	return <-w.reply, true
 }
 
-// takeSlow waits for an object: from idle (given back or created for
-// nobody in particular) or from a creation this caller asked for.
-//
-// A caller that finds the pool full waits on queue alone; it is woken to
-// ask for a creation, or to return ErrClosed, by the wake marker, which
-// goes to the longest waiter like any entry. No wake-up is lost:
-//
-//   - Before each look at closed and total, the caller has counted itself in
-//     waiting (first pass) or cleared wakeOut (after receiving the marker).
-//     The actor stores total, and Close stores closed, before the actor's
-//     wakeIfNeeded loads waiting and sets wakeOut. So either the caller
-//     sees what the event left (and asks for a creation or returns), or
-//     that wakeIfNeeded sees it waiting and finds wakeOut clear, or set
-//     by a marker not yet received or not yet cleared: either way a marker
-//     is on its way to a caller that looks afterwards.
-//   - A caller that receives the marker but has already asked for a
-//     creation cannot use the slot; every caller leaving takeSlow calls
-//     wakeIfNeeded, so the marker is sent again once it has its object (or
-//     error), and meanwhile its own creation, pending or in flight, is an
-//     event after which the actor calls wakeIfNeeded too.
-//   - On Close every caller leaving with ErrClosed passes the marker on
-//     (wakeIfNeeded sees closed and the others in waiting), so all waiters
-//     are released in turn.
-//
-// Whoever else receives the marker from queue (takeIdle, tick, drainClosed)
-// puts it back, so it is never lost and there is never more than one.
-func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
+// takeSlow waits for an object: one given back (or created for nobody in
+// particular), or one from a creation this caller asked for. slot, when not
+// nil, is a slot marker the caller found: it asks for a creation with it.
+// See markers.go for how waiters, slots and markers work together.
+func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], error) {
 	if p.closed.Load() {
+		if slot != nil {
+			p.returnSlots(1)
+		}
 		return Handle[T]{}, ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return Handle[T]{}, err
-	}
 	n := p.waiting.Add(1)
-	if n > int64(p.cfg.MaxQueueSize) {
-		p.waiting.Add(-1)
-		p.counters.queueFull.Add(1)
-		return Handle[T]{}, &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: p.cfg.MaxObjects}
-	}
 	defer p.stopWaiting()
-	start := p.waitClock()
 	// Now that we count in waiting, every entry pushed to a shard from here
 	// on is flushed to queue by its pusher; flush those already there. Only
 	// the first of a run of waiters (waiting was 0) has to: an entry is
@@ -97,100 +239,186 @@ func (p *Pool[T]) takeSlow(ctx context.Context) (Handle[T], error) {
 	if n == 1 {
 		p.flushToQueue()
 	}
+	t := taker[T]{p: p, ctx: ctx, done: ctx.Done(), slot: slot != nil, start: p.clock()}
+	if d := p.cfg.AcquireTimeout; d > 0 {
+		var stop func()
+		t.timeout, stop = p.startTimer(d)
+		defer stop()
+	}
+	h, err := t.wait()
+	t.leave()
+	return h, err
+}
 
-	done := ctx.Done()
-	var w *waiter[T] // non-nil once this caller asked for a creation
-	var reply chan created[T]
+// taker is one caller in takeSlow: what it holds while it waits.
+type taker[T any] struct {
+	p       *Pool[T]
+	ctx     context.Context
+	done    <-chan struct{}  // ctx.Done()
+	timeout <-chan time.Time // fires at AcquireTimeout; nil without one
+	start   int64            // clock at the start of the wait
+	w       *waiter[T]       // its request for a creation, while it has one
+	queued  bool             // counted in p.queued: waiting for a give-back
+	slot    bool             // holds a slot marker it has not used yet
+}
+
+func (t *taker[T]) wait() (Handle[T], error) {
+	p := t.p
 	for {
 		if p.closed.Load() {
-			p.returnDelivered(w)
 			return Handle[T]{}, ErrClosed
 		}
-		if w == nil && p.total.Load() < int64(p.cfg.MaxObjects) {
-			w = &waiter[T]{reply: make(chan created[T], 1)}
-			reply = w.reply
-			select {
-			case p.mailbox <- message[T]{kind: msgTake, w: w}:
-			case <-p.done:
-				return Handle[T]{}, ErrClosed
-			case <-done:
-				p.counters.cancelled.Add(1)
-				return Handle[T]{}, ctx.Err()
-			}
+		if err := t.ask(); err != nil {
+			return Handle[T]{}, err
 		}
 		var e *entry[T]
-		if reply == nil && done == nil {
-			e = <-p.queue // the pool is full and ctx cannot end: queue alone
+		var r created[T]
+		replied := false
+		if t.w == nil && t.done == nil && t.timeout == nil {
+			e = <-p.queue // nothing else can end this wait
 		} else {
+			var reply chan created[T]
+			if t.w != nil {
+				reply = t.w.reply
+			}
 			select {
 			case e = <-p.queue:
-			case r := <-reply:
-				if r.err != nil {
-					return Handle[T]{}, r.err
-				}
-				h := p.lend(r.e)
-				p.observeWait(start)
-				return h, nil
-			case <-done:
-				p.returnDelivered(w)
-				p.counters.cancelled.Add(1)
-				return Handle[T]{}, ctx.Err()
+			case r = <-reply:
+				replied = true
+			case <-t.done:
+				return Handle[T]{}, t.cancelled()
+			case <-t.timeout:
+				return Handle[T]{}, t.timedOut()
 			}
 		}
-		if e == p.wake { // a slot was freed, or the pool is closing: look again
+		if replied {
+			t.w = nil // answered: nothing to withdraw
+			switch {
+			case r.err != nil:
+				return Handle[T]{}, r.err
+			case r.full:
+				continue // no slot after all: wait for a give-back
+			}
+			h := p.lend(r.e, 0)
+			p.observeWait(t.start)
+			return h, nil
+		}
+		switch e.kind {
+		case kindWake: // the pool is closing
 			p.wakeOut.Store(false)
 			continue
-		}
-		p.returnDelivered(w)
-		h, err, ok := p.handOut(e)
-		if !ok {
-			w, reply = nil, nil
+		case kindSlot:
+			t.slot = true
 			continue
 		}
+		t.leave() // served by a give-back: withdraw the rest
+		h, err, ok := p.handOut(t.ctx, e)
+		if !ok {
+			continue // destroyed: look again
+		}
 		if err == nil {
-			p.observeWait(start)
+			p.observeWait(t.start)
 		}
 		return h, err
 	}
 }
 
-// stopWaiting uncounts a caller leaving takeSlow and passes the wake marker
-// on if another waiter may have to act (see takeSlow).
+// ask makes sure the caller is in line: with a creation of its own (asked
+// with a slot marker it holds, or because the pool is below MaxObjects and
+// nobody waits for a give-back), or queued for a give-back. It fails when
+// the queue is full, the context ends or the pool closes.
+func (t *taker[T]) ask() error {
+	p := t.p
+	if t.slot {
+		t.slot = false
+		if t.w != nil { // it has a creation coming already: the slot is another's
+			p.returnSlots(1)
+			return nil
+		}
+		t.unqueue()
+		t.w = newWaiter[T](t.ctx)
+		p.mailbox <- message[T]{kind: msgTake, w: t.w, slot: true} // the slot keeps the actor running
+		return nil
+	}
+	if t.w != nil || t.queued {
+		return nil
+	}
+	if p.queued.Load() == 0 && p.total.Load() < int64(p.cfg.MaxObjects) {
+		w := newWaiter[T](t.ctx)
+		select {
+		case p.mailbox <- message[T]{kind: msgTake, w: w}:
+			t.w = w
+			return nil
+		case <-p.done:
+			return ErrClosed
+		case <-t.done:
+			return t.cancelled()
+		case <-t.timeout:
+			return t.timedOut()
+		}
+	}
+	n := p.queued.Add(1)
+	t.queued = true
+	if max := p.cfg.MaxObjects; n > int64(p.cfg.MaxQueueSize) && p.total.Load() >= int64(max) {
+		t.unqueue()
+		p.counters.queueFull.Add(1)
+		return &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: max}
+	}
+	if p.total.Load() < int64(p.cfg.MaxObjects) {
+		p.poke() // a slot freed meanwhile: see markers.go
+	}
+	return nil
+}
+
+// cancelled counts and returns the end of a wait by the caller's context.
+func (t *taker[T]) cancelled() error {
+	t.p.counters.cancelled.Add(1)
+	return t.ctx.Err()
+}
+
+// timedOut counts and returns the end of a wait by AcquireTimeout.
+func (t *taker[T]) timedOut() error {
+	p := t.p
+	p.counters.acquireTimeout.Add(1)
+	return &AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.cfg.MaxObjects, Waiting: int(p.waiting.Load())}
+}
+
+func (t *taker[T]) unqueue() {
+	if t.queued {
+		t.queued = false
+		t.p.queued.Add(-1)
+	}
+}
+
+// leave gives up what the caller still holds: its creation request (an
+// object created for it meanwhile goes to idle, and so to the next caller),
+// its place in queued, an unused slot marker.
+func (t *taker[T]) leave() {
+	p := t.p
+	if t.w != nil {
+		if r, ok := t.w.leave(); ok && r.e != nil {
+			p.putIdle(r.e)
+		}
+		t.w = nil
+	}
+	t.unqueue()
+	if t.slot {
+		t.slot = false
+		p.returnSlots(1)
+	}
+}
+
+// stopWaiting uncounts a caller leaving takeSlow and passes the close marker
+// on if others wait.
 func (p *Pool[T]) stopWaiting() {
 	p.waiting.Add(-1)
 	p.wakeIfNeeded()
 }
 
-// returnDelivered withdraws w, if any; an object created for it meanwhile
-// goes to idle, and so to the next waiter.
-func (p *Pool[T]) returnDelivered(w *waiter[T]) {
-	if w == nil {
-		return
-	}
-	if r, ok := w.leave(); ok && r.err == nil {
-		p.putIdle(r.e)
-	}
-}
-
-// monoEpoch is the reference of waitClock's readings with SystemClock.
-var monoEpoch = time.Now()
-
-// waitClock reads the clock that wait times are measured on, in nanos. With
-// SystemClock it is time.Since of a fixed time, which reads only the
-// monotonic clock (time.Now reads the wall clock too, and differences of
-// time.Now values use the monotonic clock anyway): the same durations at a
-// third of the cost.
-func (p *Pool[T]) waitClock() int64 {
-	if p.sysClock {
-		return int64(time.Since(monoEpoch))
-	}
-	return nanos(p.cfg.Clock.Now())
-}
-
 // observeWait counts a successful Take that had to wait since start (a
-// waitClock reading).
+// clock reading).
 func (p *Pool[T]) observeWait(start int64) {
-	d := time.Duration(p.waitClock() - start)
+	d := time.Duration(p.clock() - start)
 	h := p.idle.getHint()
 	p.waitStats[h.i&p.idle.mask].observe(d)
 	p.idle.putHint(h)

@@ -120,7 +120,7 @@ func TestQueueFullFailsAtOnceWithLimits(t *testing.T) {
 	if !errors.As(err, &qf) || qf.Waiting != 2 || qf.MaxQueueSize != 2 || qf.MaxObjects != 1 {
 		t.Fatalf("error = %#v, want Waiting 2, MaxQueueSize 2, MaxObjects 1", qf)
 	}
-	for _, want := range []string{"MaxQueueSize 2", "MaxObjects 1"} {
+	for _, want := range []string{"2 callers already waiting", "MaxQueueSize 2", "MaxObjects 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q does not say %q", err, want)
 		}
@@ -240,7 +240,18 @@ func TestTakeHonoursAnEndedContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := h.p.Take(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Take = %v", err)
+		t.Fatalf("Take on an empty pool = %v", err)
+	}
+	// The same with an idle object ready: an ended context fails alike.
+	h.giveBack(h.take())
+	if hd, err := h.p.Take(ctx); !errors.Is(err, context.Canceled) {
+		if err == nil {
+			h.giveBack(hd)
+		}
+		t.Fatalf("Take with an idle object = %v, want context.Canceled", err)
+	}
+	if s := h.p.Stats(); s.Idle != 1 || s.Takes != 1 {
+		t.Fatalf("stats = %+v, want the idle object untouched", s)
 	}
 }
 

@@ -81,8 +81,9 @@ func run() error {
 	}
 
 	s := p.Stats()
+	p99, _ := s.WaitHistogram.Quantile(0.99)
 	fmt.Printf("stats: total=%d idle=%d in_use=%d takes=%d waits=%d queue_full=%d creates=%d leaks=%d p99_wait<=%v\n",
-		s.Total, s.Idle, s.InUse, s.Takes, s.Waits, s.QueueFull, s.Creates, s.LeaksDetected, s.WaitHistogram.Quantile(0.99))
+		s.Total, s.Idle, s.InUse, s.Takes, s.Waits, s.QueueFull, s.Creates, s.LeaksDetected, p99)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return p.Close(ctx)

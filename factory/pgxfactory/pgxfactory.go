@@ -30,9 +30,18 @@ var ErrClosed = errors.New("pgxfactory: connection closed")
 type Factory struct {
 	// Config is copied for each connection. Required.
 	Config *pgx.ConnConfig
+	// Hooks are the optional steps around Take and GiveBack (pgxpool's
+	// AfterConnect, BeforeAcquire and AfterRelease).
+	Hooks factory.Hooks[*pgx.Conn]
 }
 
-var _ factory.Factory[*pgx.Conn] = (*Factory)(nil)
+var (
+	_ factory.Factory[*pgx.Conn]      = (*Factory)(nil)
+	_ factory.HookProvider[*pgx.Conn] = (*Factory)(nil)
+)
+
+// LifecycleHooks returns f.Hooks.
+func (f *Factory) LifecycleHooks() factory.Hooks[*pgx.Conn] { return f.Hooks }
 
 // New parses connString with pgx.ParseConfig (whose errors never show the
 // password).

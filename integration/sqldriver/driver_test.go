@@ -154,8 +154,9 @@ func TestServerNeverSeesMoreConnectionsThanThePoolMaximum(t *testing.T) {
 			peak = max(peak, n)
 		}
 		st := c.Stats()
+		p99, _ := st.WaitHistogram.Quantile(0.99)
 		t.Logf("%d samples, server peak %d connections; pool: takes %d, waits %d, creates %d, p99 wait <= %v",
-			len(seen), peak, st.Takes, st.Waits, st.Creates, st.WaitHistogram.Quantile(0.99))
+			len(seen), peak, st.Takes, st.Waits, st.Creates, p99)
 		if peak > maxConns {
 			t.Fatalf("the server saw %d connections, pool maximum %d", peak, maxConns)
 		}
@@ -193,7 +194,7 @@ func TestQueueFullReachesTheCaller(t *testing.T) {
 		waitCtx, cancel := context.WithCancel(ctx)
 		waited := make(chan error, 1)
 		go func() { waited <- db.QueryRowContext(waitCtx, "SELECT 1").Scan(new(int)) }()
-		for c.Stats().Waiting != 1 { // until the second caller queues
+		for c.Stats().Queued != 1 { // until the second caller queues
 			if ctx.Err() != nil {
 				t.Fatal("the second caller never queued")
 			}

@@ -1,4 +1,4 @@
-package leak
+package leaktrack
 
 import (
 	"runtime"

@@ -1,0 +1,46 @@
+package pool
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/leak"
+)
+
+// BenchmarkTakeGiveBack measures one goroutine taking and giving back an
+// object from a warm pool, with the options that add work to that path:
+// what each costs beside the bare path (leak tracking off). bench/ compares
+// the pool with others; this isolates its own options.
+func BenchmarkTakeGiveBack(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"bare", Config{Leak: leak.Config{Disabled: true}}},
+		{"leak", Config{}},
+		{"lifetime", Config{Leak: leak.Config{Disabled: true}, MaxLifetime: time.Hour}},
+		{"hold-threshold", Config{Leak: leak.Config{Disabled: true, HoldThreshold: time.Hour}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			c.cfg.MaxObjects = 8
+			p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, c.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(context.Background())
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := p.Take(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.GiveBack(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

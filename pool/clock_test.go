@@ -1,0 +1,118 @@
+package pool
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/leak"
+)
+
+// Holds shorter than the threshold are never reported, however the ticks
+// fall: hold time is measured from the real take time, not the last tick.
+func TestShortHoldsAreNeverReportedHeldTooLong(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, ValidationInterval: 300 * time.Millisecond,
+		Leak: leak.Config{HoldThreshold: 50 * time.Millisecond}})
+	for range 20 {
+		h.clk.Move(290 * time.Millisecond) // just before the next tick
+		a := h.take()
+		h.clk.Advance(t, 10*time.Millisecond) // a tick while a is held for 10ms
+		h.ev.wait(t, "tick", 1)
+		h.giveBack(a)
+	}
+	if n := h.p.Stats().HeldTooLong; n != 0 {
+		t.Fatalf("%d holds of 10ms reported past a 50ms threshold: %s", n, h.log)
+	}
+	// A hold past the threshold is reported at the first tick after it,
+	// with its true length.
+	a := h.take()
+	h.clk.Advance(t, 40*time.Millisecond)
+	h.ev.wait(t, "tick", 1)
+	if n := h.p.Stats().HeldTooLong; n != 0 {
+		t.Fatalf("a 40ms hold reported")
+	}
+	h.clk.Advance(t, 20*time.Millisecond)
+	h.ev.wait(t, "tick", 1)
+	if n := h.p.Stats().HeldTooLong; n != 1 || !strings.Contains(h.log.String(), "held=60ms") {
+		t.Fatalf("HeldTooLong = %d, log %q; want one report saying held=60ms", n, h.log)
+	}
+	h.giveBack(a)
+}
+
+// An idle object past its lifetime is never handed out, whenever the tick
+// comes: Take checks the lifetime with a clock read.
+func TestTakeNeverHandsOutAnObjectPastItsLifetime(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxLifetime: time.Second}) // ValidationInterval 30s
+	a := h.take()
+	h.giveBack(a)
+	h.clk.Move(time.Second) // no tick
+	b := h.take()
+	if b.Value() == a.Value() {
+		t.Fatal("Take handed out an object 1s old, MaxLifetime 1s")
+	}
+	h.giveBack(b)
+	waitUntil(t, "the expired object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyLifetime) == 1 })
+}
+
+// Jitter shorter than the tick interval still spreads expiry: each object
+// expires at its own time when taken.
+func TestLifetimeJitterTakesEffectBetweenTicks(t *testing.T) {
+	const n = 20
+	h := newHarness(t, Config{MaxObjects: n, MaxLifetime: 10 * time.Second, MaxLifetimeJitter: 10 * time.Second})
+	var hs []Handle[*fakeObj]
+	for range n {
+		hs = append(hs, h.take())
+	}
+	start := h.p.clock()
+	expired := 0
+	for _, hd := range hs {
+		if hd.e.expiresAt-start <= int64(15*time.Second) {
+			expired++
+		}
+		h.giveBack(hd)
+	}
+	if expired == 0 || expired == n {
+		t.Skipf("jitter put all %d lifetimes on one side of 15s; nothing to see", n)
+	}
+	h.clk.Move(15 * time.Second) // between ticks
+	hs = hs[:0]
+	for range n {
+		hs = append(hs, h.take())
+	}
+	for _, hd := range hs {
+		h.giveBack(hd)
+	}
+	waitUntil(t, "the expired objects are destroyed", func() bool {
+		return h.p.Stats().Destroyed(DestroyLifetime) == uint64(expired)
+	})
+}
+
+func TestValidateRefusesAnIdleLimitShorterThanTheInterval(t *testing.T) {
+	err := Config{MaxIdle: 10 * time.Second, ValidationInterval: 30 * time.Second}.Validate()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "MaxIdle" || !strings.Contains(err.Error(), "ValidationInterval") {
+		t.Fatalf("Validate = %v, want a ConfigError for MaxIdle naming ValidationInterval", err)
+	}
+	// Left to its default, the interval follows a short MaxIdle.
+	if got := (Config{MaxIdle: 10 * time.Second}).withDefaults().ValidationInterval; got != 10*time.Second {
+		t.Fatalf("default ValidationInterval with MaxIdle 10s = %v, want 10s", got)
+	}
+	if err := (Config{MaxIdle: 10 * time.Second}).Validate(); err != nil {
+		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// A lifetime starts when the object is created, not at the last tick: an
+// object created long after a tick is not born expired.
+func TestLifetimeStartsAtTheCreation(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxLifetime: time.Second}) // ValidationInterval 30s
+	h.clk.Move(20 * time.Second)                                        // no tick: the coarse clock stays behind
+	a := h.take()
+	h.giveBack(a)
+	b := h.take()
+	if b.Value() != a.Value() {
+		t.Fatal("a new object was destroyed as expired")
+	}
+	h.giveBack(b)
+}

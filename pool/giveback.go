@@ -1,0 +1,151 @@
+package pool
+
+import (
+	"context"
+	"runtime"
+)
+
+// GiveBack returns h's object to the pool: it is validated, then handed to
+// the caller that has waited longest, or kept idle. An object that fails
+// Validate or has outlived its lifetime is destroyed. Giving back twice
+// returns ErrAlreadyReturned, a Handle from elsewhere ErrForeignHandle; the
+// pool is unharmed by either.
+func (p *Pool[T]) GiveBack(h Handle[T]) error {
+	e, err := p.claim(h)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !p.valid(e.obj):
+		p.destroy(e, DestroyInvalid)
+	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
+		p.destroy(e, DestroyLifetime)
+	case p.hooks.AfterGiveBack != nil && !p.closed.Load():
+		p.afterGiveBack(e)
+	default:
+		p.putIdle(e)
+	}
+	return nil
+}
+
+// afterGiveBack runs the AfterGiveBack hook on e in the background, bounded
+// by TestTimeout and Close, then makes e idle or destroys it. Past the bound
+// the slot is freed at once and the object destroyed when the hook returns.
+func (p *Pool[T]) afterGiveBack(e *entry[T]) {
+	p.checking.Add(1)
+	goBounded(p, context.Background(), p.cfg.TestTimeout, "AfterGiveBack",
+		func(ctx context.Context) error { return p.hooks.AfterGiveBack(ctx, e.obj) },
+		func(err, errBound error) {
+			p.checking.Add(-1)
+			switch {
+			case errBound != nil: // the hook still runs: its goroutine destroys the object
+				p.mailbox <- message[T]{kind: msgAbandoned, e: e}
+			case err != nil:
+				p.destroy(e, DestroyRejected)
+			default:
+				p.putIdle(e)
+			}
+		},
+		func(error) { p.destroyLate(e.obj, DestroyRejected) })
+}
+
+// Discard destroys h's object instead of giving it back: use it for an
+// object found broken. Its slot is freed for a new object.
+func (p *Pool[T]) Discard(h Handle[T]) error {
+	e, err := p.claim(h)
+	if err != nil {
+		return err
+	}
+	p.destroy(e, DestroyDiscarded)
+	return nil
+}
+
+// claim ends h's lease, so that exactly one GiveBack, Discard or leak
+// reclaim wins.
+func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
+	e := h.e
+	if e == nil || e.pool != p {
+		return nil, ErrForeignHandle
+	}
+	if !e.lease.CompareAndSwap(h.lease, h.lease+1) {
+		return nil, ErrAlreadyReturned
+	}
+	// h.token stays reachable until the lease has ended, so the leak
+	// detector cannot reclaim the object under us.
+	runtime.KeepAlive(h.token)
+	return e, nil
+}
+
+// putIdle makes e idle, which hands it to the longest waiter if there is one.
+func (p *Pool[T]) putIdle(e *entry[T]) {
+	e.idleSince = p.now.Load()
+	p.pushIdle(e)
+}
+
+// pushIdle is putIdle keeping e's idleSince (an object back from its test).
+//
+// With callers waiting, e goes to queue and so to the one that has waited
+// longest. Otherwise it goes to its home shard, and then waiting is read
+// again: a caller that started waiting meanwhile (the first one to, waiting
+// going from 0 to 1) either saw e in the shard when it flushed the shards to
+// queue after counting itself in waiting (takeSlow), or it counted itself
+// before that second read, which then sees it and flushes the shards to
+// queue here. Either way e cannot sit in a shard while a caller waits for it
+// (see flushToQueue).
+func (p *Pool[T]) pushIdle(e *entry[T]) {
+	if p.waiting.Load() != 0 {
+		p.queue <- e // never blocks: see markers.go
+	} else {
+		p.idle.shards[e.home&p.idle.mask].push(e)
+		if p.waiting.Load() != 0 {
+			p.flushToQueue()
+		}
+	}
+	if p.closed.Load() {
+		// Close may have drained idle before our push: drain it again, so
+		// that none is left behind.
+		p.returnSlots(p.drainClosed())
+	}
+}
+
+// flushToQueue moves every entry in the shards to queue, where waiting
+// callers get them in FIFO order.
+func (p *Pool[T]) flushToQueue() {
+	for i := range p.idle.shards {
+		s := &p.idle.shards[i]
+		for e := s.pop(); e != nil; e = s.pop() {
+			p.queue <- e // never blocks
+		}
+	}
+}
+
+// drainClosed destroys every idle entry (the pool is closed) and returns
+// how many slot markers it took from queue: its caller gives them back
+// (the actor directly, anyone else with returnSlots).
+func (p *Pool[T]) drainClosed() (slots int) {
+	for i := range p.idle.shards {
+		s := &p.idle.shards[i]
+		for e := s.pop(); e != nil; e = s.pop() {
+			p.destroy(e, DestroyClosed)
+		}
+	}
+	wake := false
+	for {
+		select {
+		case e := <-p.queue:
+			switch e.kind {
+			case kindWake:
+				wake = true // put back below, for the waiters still to wake
+			case kindSlot:
+				slots++
+			default:
+				p.destroy(e, DestroyClosed)
+			}
+		default:
+			if wake {
+				p.queue <- p.wake
+			}
+			return slots
+		}
+	}
+}

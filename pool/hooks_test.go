@@ -1,0 +1,148 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/factory"
+)
+
+// hookedFactory is fakeFactory with hooks.
+type hookedFactory struct {
+	*fakeFactory
+	hooks factory.Hooks[*fakeObj]
+}
+
+func (f hookedFactory) LifecycleHooks() factory.Hooks[*fakeObj] { return f.hooks }
+
+func newHookedHarness(t *testing.T, cfg Config, hooks factory.Hooks[*fakeObj]) *harness {
+	t.Helper()
+	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return hookedFactory{f, hooks} })
+}
+
+func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
+	var calls atomic.Int32
+	fail := errors.New("SET search_path failed")
+	var failNext atomic.Bool
+	h := newHookedHarness(t, Config{MaxObjects: 1}, factory.Hooks[*fakeObj]{
+		AfterCreate: func(ctx context.Context, o *fakeObj) error {
+			calls.Add(1)
+			if ctx.Value(ctxKey{}) != "caller" {
+				return errors.New("AfterCreate lacks the caller's values")
+			}
+			if failNext.Load() {
+				return fail
+			}
+			return nil
+		},
+	})
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	a, err := h.p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.giveBack(a)
+	h.giveBack(h.take()) // reused: no second AfterCreate
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("AfterCreate ran %d times for one object", n)
+	}
+	if err := h.p.Discard(h.take()); err != nil {
+		t.Fatal(err)
+	}
+	failNext.Store(true)
+	_, err = h.p.Take(ctx)
+	var ce *CreateError
+	if !errors.As(err, &ce) || !errors.Is(err, fail) {
+		t.Fatalf("Take = %v, want a *CreateError with the hook's error", err)
+	}
+	waitUntil(t, "the refused object is destroyed", func() bool { return h.f.live.Load() == 0 })
+	if s := h.p.Stats(); s.CreateFailures != 1 || s.Total != 0 || s.Destroyed(DestroyRejected) != 1 {
+		t.Fatalf("stats = %+v, want 1 create failure, its object destroyed as rejected, the slot free", s)
+	}
+}
+
+func TestBeforeHandOutRejectsAnIdleObjectAndTakeLooksAgain(t *testing.T) {
+	var bad atomic.Pointer[fakeObj]
+	var calls atomic.Int32
+	h := newHookedHarness(t, Config{MaxObjects: 2, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+		BeforeHandOut: func(ctx context.Context, o *fakeObj) error {
+			calls.Add(1)
+			if ctx.Value(ctxKey{}) != "caller" {
+				return errors.New("BeforeHandOut lacks the caller's context")
+			}
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute {
+				return errors.New("BeforeHandOut is not bounded by TestTimeout")
+			}
+			if bad.CompareAndSwap(nil, o) { // the first object checked is dead
+				return errors.New("connection reset by peer")
+			}
+			return nil
+		},
+	})
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	a, b := h.take(), h.take() // created for these Takes: no hook
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("BeforeHandOut ran %d times for new objects", n)
+	}
+	h.giveBack(a)
+	h.giveBack(b)
+	c, err := h.p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Value() == bad.Load() || calls.Load() != 2 {
+		t.Fatalf("Take handed out %v after %d checks; want another than the rejected %v, after 2", c.Value(), calls.Load(), bad.Load())
+	}
+	h.giveBack(c)
+	waitUntil(t, "the rejected object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
+}
+
+func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
+	gate := make(chan struct{})
+	var verdict atomic.Pointer[error]
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+		AfterGiveBack: func(ctx context.Context, o *fakeObj) error {
+			<-gate
+			if e := verdict.Load(); e != nil {
+				return *e
+			}
+			return nil
+		},
+	})
+	a := h.take()
+	h.giveBack(a) // returns while the hook waits
+	if s := h.p.Stats(); s.Testing != 1 || s.Idle != 0 {
+		t.Fatalf("stats = %+v, want the object under its give-back hook", s)
+	}
+	gate <- struct{}{}
+	waitUntil(t, "the object is idle again", func() bool { return h.p.Stats().Idle == 1 })
+	boom := errors.New("DISCARD ALL failed")
+	verdict.Store(&boom)
+	b := h.take()
+	h.giveBack(b)
+	gate <- struct{}{}
+	waitUntil(t, "the object is discarded", func() bool {
+		s := h.p.Stats()
+		return s.Destroyed(DestroyRejected) == 1 && s.Total == 0
+	})
+	close(gate)
+}
+
+func TestAfterGiveBackPastTestTimeoutFreesTheSlot(t *testing.T) {
+	gate := make(chan struct{})
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: 10 * time.Millisecond}, factory.Hooks[*fakeObj]{
+		AfterGiveBack: func(context.Context, *fakeObj) error { <-gate; return nil }, // deaf to ctx
+	})
+	h.giveBack(h.take())
+	waitUntil(t, "the slot is freed", func() bool {
+		s := h.p.Stats()
+		return s.Total == 0 && s.Testing == 0
+	})
+	b := h.take() // a new object: MaxObjects 1
+	close(gate)
+	waitUntil(t, "the late object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
+	h.giveBack(b)
+}

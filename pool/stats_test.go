@@ -1,0 +1,138 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/factory"
+)
+
+func TestStatsDestroysByReason(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	a, b := h.take(), h.take()
+	if err := h.p.Discard(a); err != nil {
+		t.Fatal(err)
+	}
+	b.Value().broken.Store(true)
+	h.giveBack(b)
+	h.ev.wait(t, "destroyed", 2)
+	d := h.p.Stats().Destroys
+	if d.Of(DestroyDiscarded) != 1 || d.Of(DestroyInvalid) != 1 || d.Total() != 2 {
+		t.Fatalf("destroys = %v, want 1 discarded and 1 invalid", d)
+	}
+	seen := map[DestroyReason]uint64{}
+	for r, n := range d.All() {
+		seen[r] = n
+	}
+	if len(seen) != len(destroyReasonNames) || seen[DestroyDiscarded] != 1 {
+		t.Fatalf("All() = %v, want every reason once", seen)
+	}
+	if got := d.String(); !strings.Contains(got, "discarded=1") || !strings.Contains(got, "invalid=1") || strings.Contains(got, "idle=") {
+		t.Fatalf("String() = %q, want the non-zero reasons only", got)
+	}
+	if d.Of(DestroyReason(-1)) != 0 || d.Of(DestroyReason(99)) != 0 {
+		t.Fatal("an unknown reason must count 0")
+	}
+}
+
+func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
+	if d, ok := (Histogram{}).Quantile(0.5); ok || d != 0 {
+		t.Fatalf("empty histogram: Quantile = %v, %v; want 0, false", d, ok)
+	}
+	h := Histogram{Bounds: []time.Duration{time.Millisecond, 0}, Counts: []uint64{1, 1}}
+	if d, ok := h.Quantile(0.25); !ok || d != time.Millisecond {
+		t.Fatalf("Quantile(0.25) = %v, %v; want 1ms, true", d, ok)
+	}
+	if d, ok := h.Quantile(0.99); ok || d != time.Millisecond {
+		t.Fatalf("Quantile(0.99) = %v, %v; want at least 1ms (the last bucket's lower bound), false", d, ok)
+	}
+}
+
+func TestNewRefusesFuncsWithoutCreateFunc(t *testing.T) {
+	for _, f := range []factory.Factory[int]{factory.Funcs[int]{}, &factory.Funcs[int]{}} {
+		_, err := New[int](f, Config{})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "factory" || !strings.Contains(err.Error(), "CreateFunc") {
+			t.Fatalf("New(%T without CreateFunc) = %v, want a ConfigError naming CreateFunc", f, err)
+		}
+	}
+	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCountSaysOneInTheSingular(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 callers"}, {1, "1 caller"}, {2, "2 callers"}} {
+		if got := count(c.n, "caller"); got != c.want {
+			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// An empty pool of the largest size allocates what it needs up front (its
+// wait queue, a pointer per object), not a stack of MaxObjects per shard.
+func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
+		Config{MaxObjects: MaxObjectsLimit})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	const limit = 1 << 20 // the queue's 512 KiB and small change
+	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
+		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, MaxObjectsLimit, limit>>10)
+	}
+}
+
+// Stats reads counters: it does not wait for the actor, even a busy one.
+func TestStatsDoesNotNeedTheActor(t *testing.T) {
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	hook := func(ev string) {
+		if ev == "created" {
+			close(busy)
+			<-release // the actor is stuck in this event
+		}
+	}
+	f := &fakeFactory{}
+	p, err := newPool[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-busy
+	got := make(chan Stats, 1)
+	go func() { got <- p.Stats() }()
+	select {
+	case s := <-got:
+		if s.Takes != 1 || s.Creates != 1 || s.Total != 1 {
+			t.Errorf("stats = %+v, want 1 take, 1 create", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Stats waited for the actor")
+	}
+	close(release)
+	if err := p.GiveBack(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
