@@ -80,11 +80,7 @@ func TestCallersContextReachesTheDial(t *testing.T) {
 			t.Errorf("respool's dialer saw a deadline in %v (set: %v); want at most CreateTimeout, %v", left, d.ok, createTimeout)
 		}
 		if d.value != "caller" {
-			// The pool creates with its own context (pool/actor.go,
-			// startCreate): the caller's values reach the dial once
-			// pool.Take passes them on (context.WithoutCancel), which is
-			// pool/'s change (issue 6 item 5, with issue 7).
-			t.Skipf("KNOWN GAP, pool side: respool's dialer saw value %v; want the caller's", d.value)
+			t.Errorf("respool's dialer saw value %v; want the caller's (creation runs under context.WithoutCancel of the caller's context)", d.value)
 		}
 	})
 }
