@@ -143,6 +143,20 @@ func (r *run) open(s *servers.Server) (pool, *servers.Proxy) {
 	return &closeOnce{pool: p, closed: closed}, px
 }
 
+// warmLoad opens r's client on s, starts callers calling q and waits until
+// each has succeeded once. The callers stop when the test ends, before the
+// pool closes.
+func (r *run) warmLoad(s *servers.Server, q string) (pool, *servers.Proxy, *load) {
+	r.t.Helper()
+	p, px := r.open(s)
+	l := startLoad(p, q)
+	r.t.Cleanup(func() { _ = l.finish() })
+	if err := l.waitAllOK(r.ctx, l.t0, warmBound); err != nil {
+		r.t.Fatalf("before the fault: %v", err)
+	}
+	return p, px, l
+}
+
 // closeOnce lets a scenario close its pool itself (and measure it), so
 // that the cleanup does not close it again.
 type closeOnce struct {

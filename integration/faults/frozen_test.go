@@ -18,12 +18,7 @@ type frozenOutcome struct {
 func runFrozen(r *run) outcome {
 	t, s := r.t, r.set.main
 	r.ping(s)
-	p, _ := r.open(s)
-	l := startLoad(p, "SELECT 1")
-	defer func() { _ = l.finish() }()
-	if err := l.waitAllOK(r.ctx, l.t0, warmBound); err != nil {
-		t.Fatalf("before the fault: %v", err)
-	}
+	_, _, l := r.warmLoad(s, "SELECT 1")
 	if err := s.Freeze(); err != nil {
 		t.Fatal(err)
 	}

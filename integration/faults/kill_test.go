@@ -25,13 +25,7 @@ type killOutcome struct {
 func runKill(r *run) outcome {
 	t, s := r.t, r.set.main
 	r.ping(s)
-	p, px := r.open(s)
-	l := startLoad(p, "SELECT 1")
-	defer func() { _ = l.finish() }()
-	if err := l.waitAllOK(r.ctx, l.t0, warmBound); err != nil {
-		t.Fatalf("before the fault: %v", err)
-	}
-
+	p, px, l := r.warmLoad(s, "SELECT 1")
 	if err := s.Kill(r.ctx); err != nil {
 		t.Fatal(err)
 	}

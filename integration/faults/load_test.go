@@ -116,23 +116,19 @@ func (l *load) finish() error {
 
 // started returns the calls that started in [from, to), of every caller.
 func (l *load) started(from, to time.Duration) []call {
-	var out []call
-	for _, cs := range l.calls {
-		for _, c := range cs {
-			if c.start >= from && c.start < to {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+	return l.where(func(c call) bool { return c.start >= from && c.start < to })
 }
 
 // ended returns the calls that ended in [from, to), of every caller.
 func (l *load) ended(from, to time.Duration) []call {
+	return l.where(func(c call) bool { return c.end >= from && c.end < to })
+}
+
+func (l *load) where(keep func(call) bool) []call {
 	var out []call
 	for _, cs := range l.calls {
 		for _, c := range cs {
-			if c.end >= from && c.end < to {
+			if keep(c) {
 				out = append(out, c)
 			}
 		}
