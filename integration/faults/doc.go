@@ -8,19 +8,21 @@
 // with a deadline (1 s), through a counting proxy (servers.Proxy) in front of
 // PostgreSQL (respool, pgx stdlib, pgxpool) or MariaDB (respool, mysql):
 //
-//  1. kill: the server is killed (SIGKILL), stays down for 5 s and is
-//     started again: connection attempts per second while down, the callers'
-//     p99 latency while down (after the first second), and the time from the
-//     server being back to the first success and to every caller's success.
+//  1. kill: every process of the server is killed (SIGKILL), it stays down
+//     for 5 s and is started again: connection attempts per second while
+//     down, the callers' p99 latency while down (after the first second),
+//     and the time from the server listening again (a direct dial every
+//     millisecond) to the first success and to every caller's success.
 //  2. limit: the server's max_connections is 10, of which another
 //     application holds 2, below the pool's 10 (10 ms queries): attempts the
 //     server rejected per second, successful calls per second, the callers'
 //     p99 and maximum latency, and the errors they see by class.
 //  3. slow: 200 ms queries with a 1 s deadline: successful calls per second,
-//     of the 50 a pool of 10 can do, and the peak of the server's sessions,
-//     sampled from pg_stat_activity or information_schema.processlist and as
-//     the server itself counts them (PostgreSQL's log_connections and
-//     log_disconnections, MariaDB's Max_used_connections).
+//     of the 50 a pool of 10 can do, the errors callers see, and the peak of
+//     the server's sessions, sampled from pg_stat_activity or
+//     information_schema.processlist and as the server itself counts them
+//     (PostgreSQL's log_connections and log_disconnections, MariaDB's
+//     Max_used_connections).
 //  4. frozen: the server is stopped with SIGSTOP for 5 s: the share of calls
 //     that wait their full deadline.
 //  5. leak: a query's rows never closed, then a *sql.Conn dropped with its

@@ -15,7 +15,8 @@ const (
 
 type slowOutcome struct {
 	okPerSec      float64
-	peakSampled   int // server sessions, sampled every sampleEvery
+	errors        string // of the calls that started in the window
+	peakSampled   int    // server sessions, sampled every sampleEvery
 	samples       int
 	peakServer    int    // server sessions as the server counts them
 	serverCounter string // where peakServer comes from
@@ -62,7 +63,10 @@ func runSlow(r *run) outcome {
 		t.Fatal(err)
 	}
 
-	o := &slowOutcome{okPerSec: float64(succeeded(l.ended(l.at(from), l.at(to)))) / to.Sub(from).Seconds()}
+	o := &slowOutcome{
+		okPerSec: float64(succeeded(l.ended(l.at(from), l.at(to)))) / to.Sub(from).Seconds(),
+		errors:   errorShares(l.started(l.at(from), l.at(to))),
+	}
 	o.peakSampled, o.samples = sm.finish()
 	if s.Kind == servers.KindPostgres {
 		evs, err := mark.events(s.Database)
@@ -88,6 +92,7 @@ func (o *slowOutcome) cells() []cell {
 	return []cell{
 		{fmt.Sprintf("slow (%v queries, %v deadline): ok/s of %d", slowQuery, callDeadline, poolSize*int(time.Second/slowQuery)),
 			fmt.Sprintf("%.1f", o.okPerSec)},
+		{"slow: errors callers see (share of calls)", o.errors},
 		{fmt.Sprintf("slow: peak server sessions for a pool of %d, sampled / server's count", poolSize),
 			fmt.Sprintf("%d / %d (%s)", o.peakSampled, o.peakServer, o.serverCounter)},
 	}
