@@ -143,6 +143,9 @@ func TestStop(t *testing.T) {
 					t.Errorf("LogConnections: no connection in the log (%v)", err)
 				}
 			}
+			if err := s.Freeze(); err != nil { // Stop must end a frozen server too
+				t.Fatal(err)
+			}
 			start := time.Now()
 			if err := s.Stop(ctx); err != nil {
 				t.Fatal(err)

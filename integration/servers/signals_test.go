@@ -28,14 +28,17 @@ func hold(t *testing.T, db *sql.DB) *sql.Conn {
 	return c
 }
 
-// TestKillAndStart kills each shared server: a session open before is
-// ended, new connections are refused at once (not left to time out), and
-// Start brings the server back on the same address.
+// TestKillAndStart kills each shared server, frozen: a session open before
+// is ended, new connections are refused at once (not left to time out),
+// and Start brings the server back on the same address.
 func TestKillAndStart(t *testing.T) {
 	forEach(t, func(t *testing.T, s *servers.Server) {
 		ctx := t.Context()
 		db := open(t, s)
 		before := hold(t, db)
+		if err := s.Freeze(); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Kill(ctx); err != nil {
 			t.Fatal(err)
 		}
