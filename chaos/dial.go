@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/binary"
+	"io"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// A connect Fault reaches pgx and go-sql-driver/mysql through their dial
+// function, so that the driver itself turns it into the error it returns
+// for the real thing: Connect puts the Fault that hit in the context, and
+// the dial function, called with a context derived from it, returns a dial
+// error instead of dialing (KindRefuse), or a connection to a stand-in
+// server that never answers (KindFreeze) or refuses the session with the
+// Fault's error (KindError). Every dial of the attempt (pgx may dial twice
+// for sslmode=prefer, and once per host) meets the same Fault.
+type dialFaultKey struct{}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// pgxConnector returns pgx's database/sql connector for dsn, as
+// sql.Open("pgx", dsn) makes it, dialing through hook.
+func pgxConnector(dsn string, hook func(dialFunc) dialFunc) (driver.Connector, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = hook(cfg.DialFunc)
+	return stdlib.GetConnector(*cfg), nil
+}
+
+// mysqlConnector returns go-sql-driver/mysql's connector for dsn, dialing
+// through hook over TCP and Unix sockets (other networks may have a dial
+// function registered with mysql.RegisterDialContext, which a Config's
+// DialFunc would bypass; hooked is then false).
+func mysqlConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connector, hooked bool, _ error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, false, err
+	}
+	switch cfg.Net {
+	case "tcp", "tcp4", "tcp6", "unix":
+		if cfg.DialFunc == nil {
+			var d net.Dialer
+			cfg.DialFunc, hooked = hook(d.DialContext), true
+		}
+	}
+	base, err := mysql.NewConnector(cfg)
+	return base, hooked, err
+}
+
+// dialer wraps a driver's dial function with the connect Faults.
+func (c *Connector) dialer(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		f, _ := ctx.Value(dialFaultKey{}).(*fault)
+		if f == nil {
+			return dial(ctx, network, addr)
+		}
+		switch f.Kind {
+		case KindRefuse:
+			return nil, refusedError(network, addr)
+		case KindFreeze:
+			return c.standIn(drain), nil
+		}
+		err := f.err() // KindError
+		serve := refusal(err)
+		if serve == nil {
+			return nil, err // not a server's error: the dial fails with it
+		}
+		return c.standIn(serve), nil
+	}
+}
+
+// standIn returns the client's end of an in-memory connection whose
+// server's end serve runs in a goroutine, until it returns or the client
+// closes its end; Close closes the server's end.
+func (c *Connector) standIn(serve func(server net.Conn)) net.Conn {
+	client, server := net.Pipe()
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		_ = server.Close()
+		return client // the driver reads EOF
+	default:
+	}
+	c.pipes[server] = struct{}{}
+	c.mu.Unlock()
+	go func() {
+		serve(server)
+		c.mu.Lock()
+		delete(c.pipes, server)
+		c.mu.Unlock()
+		_ = server.Close()
+	}()
+	return client
+}
+
+// drain is a server that reads and never answers.
+func drain(server net.Conn) { _, _ = io.Copy(io.Discard, server) }
+
+// refusal returns a server that refuses a session with err, or nil when
+// err is not a server's error.
+func refusal(err error) func(net.Conn) {
+	switch e := err.(type) {
+	case *pgconn.PgError:
+		return func(server net.Conn) { pgRefuse(server, e) }
+	case *mysql.MySQLError:
+		return func(server net.Conn) { mysqlRefuse(server, e) }
+	}
+	return nil
+}
+
+// pgRefuse answers PostgreSQL's startup as a server that refuses the
+// session: 'N' to requests for encryption, then e as an ErrorResponse.
+func pgRefuse(server net.Conn, e *pgconn.PgError) {
+	be := pgproto3.NewBackend(server, server)
+	for {
+		msg, err := be.ReceiveStartupMessage()
+		if err != nil {
+			return
+		}
+		switch msg.(type) {
+		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+			if _, err := server.Write([]byte{'N'}); err != nil {
+				return
+			}
+		case *pgproto3.StartupMessage:
+			be.Send(&pgproto3.ErrorResponse{Severity: e.Severity, SeverityUnlocalized: e.SeverityUnlocalized,
+				Code: e.Code, Message: e.Message, Detail: e.Detail, Hint: e.Hint})
+			_ = be.Flush()
+			return
+		default: // a cancel request
+			return
+		}
+	}
+}
+
+// mysqlRefuse sends e as the error packet a MySQL server sends in place of
+// its handshake; an error the server sends before the handshake (1040 too
+// many connections) has no SQLSTATE.
+func mysqlRefuse(server net.Conn, e *mysql.MySQLError) {
+	payload := []byte{0xff}
+	payload = binary.LittleEndian.AppendUint16(payload, e.Number)
+	if e.SQLState != ([5]byte{}) && !mysqlCodes[e.Number].early {
+		payload = append(append(payload, '#'), e.SQLState[:]...)
+	}
+	payload = append(payload, e.Message...)
+	header := []byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), 0}
+	_, _ = server.Write(append(header, payload...))
+}

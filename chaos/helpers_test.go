@@ -1,0 +1,83 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testTimeout bounds every wait of a test; each ends by itself well within it.
+const testTimeout = 30 * time.Second
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fakeDSN is a DSN of the fake driver unique to the test.
+func fakeDSN(t *testing.T) string { return "fake:" + strings.ReplaceAll(t.Name(), "/", ":") }
+
+// newFake returns a Connector of cfg over the fake driver, closed when the
+// test ends, and the fake DSN.
+func newFake(t *testing.T, cfg Config) (*Connector, string) {
+	t.Helper()
+	dsn := fakeDSN(t)
+	cfg.DriverName, cfg.DSN = fakeName, dsn
+	c, err := NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, dsn
+}
+
+// fakeDB returns a *sql.DB on a Connector of cfg over the fake driver.
+func fakeDB(t *testing.T, cfg Config) (*sql.DB, *Connector, string) {
+	t.Helper()
+	c, dsn := newFake(t, cfg)
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db, c, dsn
+}
+
+// connect makes one chaos connection of c, closed when the test ends.
+func connect(t *testing.T, c *Connector) *conn {
+	t.Helper()
+	dc, err := c.Connect(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	return dc.(*conn)
+}
+
+func exec(ctx context.Context, cn *conn) error {
+	_, err := cn.ExecContext(ctx, "UPDATE t", nil)
+	return err
+}
+
+// flavored is a Connector of the fake driver that says it is fl's driver,
+// so that chaos imitates fl's errors.
+type flavored struct {
+	dsn string
+	drv driver.Driver
+}
+
+func (f flavored) Connect(context.Context) (driver.Conn, error) { return fakeDriver{}.Open(f.dsn) }
+func (f flavored) Driver() driver.Driver                        { return f.drv }
+
+// errorsOf returns the outcome of n calls of fn: "" for success, else the
+// error.
+func errorsOf(n int, fn func() error) []string {
+	out := make([]string, n)
+	for i := range out {
+		if err := fn(); err != nil {
+			out[i] = err.Error()
+		}
+	}
+	return out
+}
