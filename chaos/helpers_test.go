@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,8 +20,14 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// fakeDSN is a DSN of the fake driver unique to the test.
-func fakeDSN(t *testing.T) string { return "fake:" + strings.ReplaceAll(t.Name(), "/", ":") }
+// fakeDSNs numbers fake DSNs, so that a test run again (-count) has DSNs of
+// its own.
+var fakeDSNs atomic.Int64
+
+// fakeDSN returns a new DSN of the fake driver, naming the test.
+func fakeDSN(t *testing.T) string {
+	return fmt.Sprintf("fake:%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), fakeDSNs.Add(1))
+}
 
 // newFake returns a Connector of cfg over the fake driver, closed when the
 // test ends, and the fake DSN.

@@ -13,9 +13,13 @@ import (
 // error messages: shorter would mangle ordinary words.
 const minSecret = 3
 
+// secretKeys are query parameters, lower case, whose values are passwords.
+var secretKeys = []string{"password", "sslpassword", "passwd", "pwd", "pass"}
+
 // secretsOf returns the passwords of dsn, longest first, as the wrapped
 // driver reads them (pgx, go-sql-driver/mysql) or, for another driver, as
-// any of them or net/url reads them, each also percent-encoded.
+// any of them or net/url reads them (user information and password-like
+// query parameters), each also percent-encoded.
 func secretsOf(driverName, dsn string) []string {
 	var passwords []string
 	if fl := flavorOfName(driverName); fl != flavorMySQL {
@@ -28,9 +32,16 @@ func secretsOf(driverName, dsn string) []string {
 			passwords = append(passwords, cfg.Passwd)
 		}
 	}
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		p, _ := u.User.Password()
-		passwords = append(passwords, p)
+	if u, err := url.Parse(dsn); err == nil {
+		if u.User != nil {
+			p, _ := u.User.Password()
+			passwords = append(passwords, p)
+		}
+		for k, vs := range u.Query() {
+			if slices.Contains(secretKeys, strings.ToLower(k)) {
+				passwords = append(passwords, vs...)
+			}
+		}
 	}
 	var out []string
 	for _, p := range passwords {
