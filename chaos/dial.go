@@ -144,13 +144,13 @@ func pgRefuse(server net.Conn, e *pgconn.PgError) {
 	}
 }
 
-// mysqlRefuse sends e as the error packet a MySQL server sends in place of
-// its handshake; an error the server sends before the handshake (1040 too
-// many connections) has no SQLSTATE.
+// mysqlRefuse sends e as an error packet in place of the server's
+// handshake. MariaDB sends its SQLSTATE even with 1040 (too many
+// connections), as integration/chaos checks.
 func mysqlRefuse(server net.Conn, e *mysql.MySQLError) {
 	payload := []byte{0xff}
 	payload = binary.LittleEndian.AppendUint16(payload, e.Number)
-	if e.SQLState != ([5]byte{}) && !mysqlCodes[e.Number].early {
+	if e.SQLState != ([5]byte{}) {
 		payload = append(append(payload, '#'), e.SQLState[:]...)
 	}
 	payload = append(payload, e.Message...)

@@ -133,8 +133,8 @@ func TestConnectErrorAsTheDriver(t *testing.T) {
 				if !errors.As(err, &myErr) || myErr.Number != want.Number || myErr.Message != want.Message {
 					t.Errorf("MySQLError %+v, want %+v", myErr, want)
 				}
-				if early := myErr.SQLState == [5]byte{}; early != (want.Number == 1040) {
-					t.Errorf("SQLSTATE %q: a server sends none before its handshake (1040) only", myErr.SQLState)
+				if myErr.SQLState != want.SQLState {
+					t.Errorf("SQLSTATE %q, want %q", myErr.SQLState, want.SQLState)
 				}
 			}
 			if strings.Contains(err.Error(), testPassword) {

@@ -91,17 +91,14 @@ func isSQLState(code string) bool {
 type mysqlCode struct {
 	state string
 	msg   string
-	// early: the server sends it before the handshake, without SQLSTATE.
-	early bool
-	// fatal: the server closes the session.
-	fatal bool
+	fatal bool // the server closes the session
 }
 
 var mysqlCodes = map[uint16]mysqlCode{
-	1040: {state: "08004", msg: "Too many connections", early: true},
+	1040: {state: "08004", msg: "Too many connections"},
 	1203: {state: "42000", msg: "User already has more than 'max_user_connections' active connections"},
 	1226: {state: "42000", msg: "User has exceeded the 'max_user_connections' resource"},
-	1129: {state: "HY000", msg: "Host is blocked because of many connection errors", early: true},
+	1129: {state: "HY000", msg: "Host is blocked because of many connection errors"},
 	1045: {state: "28000", msg: "Access denied for user"},
 	1213: {state: "40001", msg: "Deadlock found when trying to get lock; try restarting transaction"},
 	1205: {state: "HY000", msg: "Lock wait timeout exceeded; try restarting transaction"},
