@@ -14,7 +14,9 @@ import (
 type conn struct {
 	c         *Connector
 	real      driver.Conn
+	net       *netConn    // the connection chaos dialed for pgx or mysql, or nil
 	dead      atomic.Bool // a Fault broke the connection: every call fails with driver.ErrBadConn
+	carry     *carry      // see do; used by the connection's one caller at a time
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -41,41 +43,90 @@ func Unwrap(c driver.Conn) driver.Conn {
 	return c
 }
 
-// do runs call, a call of op made with ctx, under the Faults. release
-// frees what call returned (rows, a statement) when a KindDrop with
-// AfterSend drops the connection after the call.
-func do[T any](cn *conn, ctx context.Context, op Op, call func(context.Context) (T, error), release func(T)) (T, error) {
+// do runs call, a call of op (with its query, if any) made with ctx, under
+// the Faults. release frees what call returned (rows, a statement) when a
+// KindDrop with AfterSend drops the connection after the call.
+//
+// A driver may answer a call with driver.ErrSkip (go-sql-driver/mysql does
+// for arguments without interpolateParams), on which database/sql prepares
+// the query and runs it as a statement on the same connection: the plan of
+// the skipped call is carried to that statement's Exec or Query, so that the
+// call meets its Faults once.
+func do[T any](cn *conn, ctx context.Context, op Op, query string, call func(context.Context) (T, error), release func(T)) (T, error) {
 	var zero T
 	if cn.dead.Load() {
 		return zero, driver.ErrBadConn
 	}
-	p := cn.c.plan(op)
-	cn.c.sleep(ctx, p.delay)
-	f := p.fail
-	if f == nil {
-		return call(ctx)
+	p, carried := cn.takeCarry(op, query)
+	if !carried {
+		p = cn.c.plan(op)
+		cn.c.sleep(ctx, p.delay)
 	}
-	switch f.Kind {
-	case KindError:
+	f := p.fail
+	skipped := func(err error) bool {
+		if err == driver.ErrSkip {
+			cn.carry = &carry{op: op, query: query, fail: f}
+			return true
+		}
+		return false
+	}
+	switch {
+	case f == nil:
+		v, err := call(ctx)
+		skipped(err)
+		return v, err
+	case f.Kind == KindError:
 		if f.fatal {
 			cn.kill()
 		}
 		return zero, f.err()
-	case KindDrop:
-		if f.AfterSend {
-			if v, err := call(ctx); err == nil && release != nil {
-				release(v)
-			}
-			cn.kill()
-			return zero, lostError(cn.c.flavor)
-		}
+	case f.Kind == KindDrop && !f.AfterSend:
 		cn.kill()
 		return zero, driver.ErrBadConn
+	case f.Kind == KindDrop:
+		v, err := call(ctx)
+		if skipped(err) {
+			return zero, err
+		}
+		if err == nil && release != nil {
+			release(v)
+		}
+		cn.kill()
+		return zero, lostError(cn.c.flavor)
+	case cn.net != nil: // KindFreeze on a connection chaos dialed
+		thaw := cn.c.freezeNet(cn.net)
+		v, err := call(ctx)
+		thaw()
+		if skipped(err) || err == nil { // answered without the network
+			return v, err
+		}
+		cn.kill()
+		return zero, err
 	default: // KindFreeze
 		err := cn.c.freeze(ctx)
 		cn.kill()
 		return zero, err
 	}
+}
+
+// carry is the plan of a call the driver skipped, for the statement
+// database/sql runs instead.
+type carry struct {
+	op    Op
+	query string
+	fail  *fault
+}
+
+// takeCarry returns the plan carried for a call of op with query, if any. A
+// carried plan waits through the Prepare of the statement; any other call
+// ends it.
+func (cn *conn) takeCarry(op Op, query string) (plan, bool) {
+	c := cn.carry
+	if op == OpPrepare || c == nil {
+		return plan{}, false
+	}
+	cn.carry = nil
+	return plan{fail: c.fail}, c.op == op && c.query == query
 }
 
 // kill breaks the connection, as the server or the network would: the real
@@ -98,7 +149,7 @@ func (cn *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (cn *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	s, err := do(cn, ctx, OpPrepare, func(ctx context.Context) (driver.Stmt, error) {
+	s, err := do(cn, ctx, OpPrepare, query, func(ctx context.Context) (driver.Stmt, error) {
 		if p, ok := cn.real.(driver.ConnPrepareContext); ok {
 			return p.PrepareContext(ctx, query)
 		}
@@ -110,7 +161,7 @@ func (cn *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, 
 	if err != nil {
 		return nil, err
 	}
-	return &stmt{cn: cn, real: s}, nil
+	return &stmt{cn: cn, real: s, query: query}, nil
 }
 
 // ExecContext runs the query on the wrapped connection. A driver without
@@ -132,7 +183,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 	default:
 		return nil, driver.ErrSkip
 	}
-	return do(cn, ctx, OpExec, call, nil)
+	return do(cn, ctx, OpExec, query, call, nil)
 }
 
 // QueryContext is ExecContext for queries.
@@ -152,7 +203,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 	default:
 		return nil, driver.ErrSkip
 	}
-	return do(cn, ctx, OpQuery, call, closeRows)
+	return do(cn, ctx, OpQuery, query, call, closeRows)
 }
 
 func (cn *conn) Begin() (driver.Tx, error) {
@@ -160,7 +211,7 @@ func (cn *conn) Begin() (driver.Tx, error) {
 }
 
 func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	t, err := do(cn, ctx, OpBegin, func(ctx context.Context) (driver.Tx, error) {
+	t, err := do(cn, ctx, OpBegin, "", func(ctx context.Context) (driver.Tx, error) {
 		if b, ok := cn.real.(driver.ConnBeginTx); ok {
 			return b.BeginTx(ctx, opts)
 		}
@@ -185,7 +236,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 // Ping pings the wrapped connection if it can; a Fault on OpPing applies
 // either way.
 func (cn *conn) Ping(ctx context.Context) error {
-	_, err := do(cn, ctx, OpPing, func(ctx context.Context) (struct{}, error) {
+	_, err := do(cn, ctx, OpPing, "", func(ctx context.Context) (struct{}, error) {
 		if p, ok := cn.real.(driver.Pinger); ok {
 			return struct{}{}, p.Ping(ctx)
 		}
@@ -197,7 +248,7 @@ func (cn *conn) Ping(ctx context.Context) error {
 // ResetSession resets the wrapped connection if it can; a broken one
 // returns driver.ErrBadConn, and database/sql discards it.
 func (cn *conn) ResetSession(ctx context.Context) error {
-	_, err := do(cn, ctx, OpReset, func(ctx context.Context) (struct{}, error) {
+	_, err := do(cn, ctx, OpReset, "", func(ctx context.Context) (struct{}, error) {
 		if r, ok := cn.real.(driver.SessionResetter); ok {
 			return struct{}{}, r.ResetSession(ctx)
 		}

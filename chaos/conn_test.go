@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -287,5 +288,35 @@ func TestUnwrap(t *testing.T) {
 	}
 	if fc := (&fakeConn{}); Unwrap(fc) != fc {
 		t.Error("Unwrap changed a connection that is not chaos's")
+	}
+}
+
+// TestSkippedCallMeetsFaultsOnce: a call the driver skips (driver.ErrSkip)
+// is run by database/sql as a prepared statement, which meets the Faults
+// the call met, once.
+func TestSkippedCallMeetsFaultsOnce(t *testing.T) {
+	db, c, dsn := fakeDB(t, Config{Faults: []Fault{
+		{Kind: KindLatency, Latency: time.Millisecond},
+		{Kind: KindDrop, AfterSend: true, Every: 2},
+	}})
+	ctx := ctxT(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "UPDATE t SET n = ?", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE t SET n = ?", 2); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want the lost connection", err)
+	}
+	want := []string{"prepare UPDATE t SET n = ?", "stmt exec UPDATE t SET n = ?", "prepare UPDATE t SET n = ?", "stmt exec UPDATE t SET n = ?"}
+	if got := fakeCalls(dsn); !slices.Equal(got, want) {
+		t.Errorf("the driver saw %q, want %q", got, want)
+	}
+	s := c.Stats()
+	if s.Faults[0].Injected != 2 || s.Faults[0].Latency != 2*time.Millisecond || s.Faults[1].Considered != 2 || s.Faults[1].Injected != 1 {
+		t.Errorf("Stats %+v: want two calls, each delayed once, the second dropped", s)
 	}
 }

@@ -34,6 +34,7 @@ type Connector struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	pipes     map[net.Conn]struct{} // stand-in servers' ends, closed by Close; guarded by mu
+	frozen    map[*netConn]struct{} // connections of frozen calls, closed by Close; guarded by mu
 }
 
 var (
@@ -55,6 +56,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 		onFault: cfg.OnFault,
 		closed:  make(chan struct{}),
 		pipes:   make(map[net.Conn]struct{}),
+		frozen:  make(map[*netConn]struct{}),
 	}
 	for c.seed == 0 {
 		c.seed = rand.Uint64()
@@ -85,17 +87,22 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	p := c.plan(OpConnect)
 	c.sleep(ctx, p.delay)
-	if f := p.fail; f != nil {
-		if !c.dialHook {
-			return nil, c.connectFault(ctx, f)
-		}
-		ctx = context.WithValue(ctx, dialFaultKey{}, f)
+	var attempt *dialAttempt
+	if c.dialHook {
+		attempt = &dialAttempt{fault: p.fail}
+		ctx = context.WithValue(ctx, dialAttemptKey{}, attempt)
+	} else if p.fail != nil {
+		return nil, c.connectFault(ctx, p.fail)
 	}
 	rc, err := c.base.Connect(ctx)
 	if err != nil {
 		return nil, redact(err, c.secrets)
 	}
-	return &conn{c: c, real: rc}, nil
+	cn := &conn{c: c, real: rc}
+	if attempt != nil {
+		cn.net = attempt.conn
+	}
+	return cn, nil
 }
 
 // connectFault is a connect Fault for a driver whose dialing chaos cannot
@@ -160,6 +167,9 @@ func (c *Connector) Close() error {
 		for p := range c.pipes {
 			_ = p.Close()
 		}
+		for nc := range c.frozen {
+			_ = nc.Close()
+		}
 		c.mu.Unlock()
 		if cl, ok := c.base.(io.Closer); ok && c.ownBase {
 			err = cl.Close()
@@ -214,6 +224,26 @@ func (c *Connector) sleep(ctx context.Context, d time.Duration) {
 	case <-t.C():
 	case <-ctx.Done():
 	case <-c.closed:
+	}
+}
+
+// freezeNet stops the network under nc until the returned function is
+// called; Close closes nc meanwhile.
+func (c *Connector) freezeNet(nc *netConn) (thaw func()) {
+	nc.frozen.Store(true)
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		_ = nc.Close()
+	default:
+		c.frozen[nc] = struct{}{}
+	}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.frozen, nc)
+		c.mu.Unlock()
+		nc.frozen.Store(false)
 	}
 }
 

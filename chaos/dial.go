@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -14,15 +16,24 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// A connect Fault reaches pgx and go-sql-driver/mysql through their dial
-// function, so that the driver itself turns it into the error it returns
-// for the real thing: Connect puts the Fault that hit in the context, and
-// the dial function, called with a context derived from it, returns a dial
-// error instead of dialing (KindRefuse), or a connection to a stand-in
-// server that never answers (KindFreeze) or refuses the session with the
-// Fault's error (KindError). Every dial of the attempt (pgx may dial twice
-// for sslmode=prefer, and once per host) meets the same Fault.
-type dialFaultKey struct{}
+// chaos dials for pgx and go-sql-driver/mysql, so that the driver itself
+// turns a network fault into the error it returns for the real thing.
+// Connect puts a dialAttempt in the context, and the dial function, called
+// with a context derived from it, finds it there. With a connect Fault, it
+// returns a dial error instead of dialing (KindRefuse), or a connection to a
+// stand-in server that never answers (KindFreeze) or refuses the session with
+// the Fault's error (KindError); every dial of the attempt (pgx may dial twice
+// for sslmode=prefer, and once per host) meets the same Fault. Without one,
+// it dials and wraps the connection in a netConn, which a frozen statement
+// stops. Dials without a dialAttempt (pgx's cancel requests) dial as they
+// would without chaos.
+type dialAttemptKey struct{}
+
+// dialAttempt is one Connect's business with the dial function.
+type dialAttempt struct {
+	fault *fault   // the connect Fault that hit, or nil
+	conn  *netConn // the last connection dialed: the one the driver keeps
+}
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -60,9 +71,18 @@ func mysqlConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connecto
 // dialer wraps a driver's dial function with the connect Faults.
 func (c *Connector) dialer(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		f, _ := ctx.Value(dialFaultKey{}).(*fault)
-		if f == nil {
+		a, _ := ctx.Value(dialAttemptKey{}).(*dialAttempt)
+		if a == nil {
 			return dial(ctx, network, addr)
+		}
+		f := a.fault
+		if f == nil {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			a.conn = newNetConn(nc)
+			return a.conn.outer(), nil
 		}
 		switch f.Kind {
 		case KindRefuse:
@@ -157,3 +177,47 @@ func mysqlRefuse(server net.Conn, e *mysql.MySQLError) {
 	header := []byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), 0}
 	_, _ = server.Write(append(header, payload...))
 }
+
+// netConn is a connection chaos dialed for a driver. While frozen, the
+// network drops every byte: writes vanish and what the server sends is
+// never read, so the driver waits for an answer until its context ends, and
+// fails as it fails on a real frozen network.
+type netConn struct {
+	net.Conn
+	frozen atomic.Bool
+}
+
+func newNetConn(c net.Conn) *netConn { return &netConn{Conn: c} }
+
+// outer returns c as the driver should see it: with the SyscallConn of the
+// dialed connection, when it has one, which go-sql-driver/mysql uses to
+// check a connection's liveness before reusing it.
+func (c *netConn) outer() net.Conn {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sysNetConn{c, sc}
+	}
+	return c
+}
+
+func (c *netConn) Write(p []byte) (int, error) {
+	if c.frozen.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *netConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if err != nil || !c.frozen.Load() {
+			return n, err
+		}
+	}
+}
+
+type sysNetConn struct {
+	*netConn
+	sc syscall.Conn
+}
+
+func (c sysNetConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }

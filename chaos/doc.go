@@ -31,15 +31,18 @@
 //	refuse                     *pgconn.ConnectError{dial error}   *net.OpError (dial, ECONNREFUSED)
 //	drop=before                driver.ErrBadConn                  driver.ErrBadConn
 //	drop=after                 io.ErrUnexpectedEOF                mysql.ErrInvalidConn
-//	freeze (statement)         the context's error                the context's error
+//	freeze (statement)         pgx's timeout error, or the        the context's error
+//	                           context's error
 //	connect_freeze             *pgconn.ConnectError{timeout}      the context's error
 //
-// Connection attempts of pgx and mysql meet their faults inside the driver:
-// chaos dials for them (pgx.ConnConfig.DialFunc, mysql.Config.DialFunc), and
-// returns the dial error, or a connection to a stand-in server in memory that
-// never answers or that refuses the session with the fault's error, so that
-// the driver builds its own error value. Another driver's connection
-// attempts get the fault's error as it is (a *net.OpError for refuse).
+// Network faults of pgx and mysql happen inside the driver: chaos dials for
+// them (pgx.ConnConfig.DialFunc, mysql.Config.DialFunc). A connection attempt
+// gets the dial error, or a connection to a stand-in server in memory that
+// never answers or that refuses the session with the fault's error; a frozen
+// statement stops the network under its connection, so that no byte passes
+// either way. The driver then builds its own error value. Another driver's
+// connection attempts get the fault's error as it is (a *net.OpError for
+// refuse), and its frozen calls the context's error.
 //
 // An error that ends the session on a real server (FATAL SQLSTATEs such as
 // 57P01, MySQL's 1053 and 1927), a drop and a freeze close the connection;

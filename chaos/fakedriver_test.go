@@ -87,14 +87,23 @@ func (c *fakeConn) Begin() (driver.Tx, error) {
 	return fakeTx{c}, nil
 }
 
-func (c *fakeConn) ExecContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Result, error) {
+// ExecContext and QueryContext skip calls with arguments, as
+// go-sql-driver/mysql does without interpolateParams: database/sql then
+// prepares a statement.
+func (c *fakeConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if len(args) > 0 {
+		return nil, driver.ErrSkip
+	}
 	if err := c.record("exec " + query); err != nil {
 		return nil, err
 	}
 	return driver.RowsAffected(1), nil
 }
 
-func (c *fakeConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
+func (c *fakeConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) > 0 {
+		return nil, driver.ErrSkip
+	}
 	if err := c.record("query " + query); err != nil {
 		return nil, err
 	}

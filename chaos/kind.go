@@ -39,11 +39,13 @@ const (
 	// inside a *pgconn.ConnectError). Connect only.
 	KindRefuse
 	// KindFreeze blocks the call until its context ends, as on a server
-	// that stopped answering, then closes the connection and returns the
-	// context's error, as the drivers do. At connect, for "pgx" and
-	// "mysql", the driver meets a stand-in server that accepts and never
-	// answers. A call whose context cannot end is released when the
-	// Connector is closed.
+	// or network that stopped answering, then closes the connection. For
+	// "pgx" and "mysql" the network under the connection stops (chaos dials
+	// for them) and the driver fails the call as it fails it on a real
+	// frozen network; at connect, the driver meets a stand-in server that
+	// accepts and never answers. Other drivers' calls return the context's
+	// error. A call whose context cannot end is released when the Connector
+	// is closed.
 	KindFreeze
 )
 

@@ -8,8 +8,9 @@ import (
 // stmt is a prepared statement of the wrapped driver whose Exec and Query
 // meet the Faults (OpExec, OpQuery) of its connection.
 type stmt struct {
-	cn   *conn
-	real driver.Stmt
+	cn    *conn
+	real  driver.Stmt
+	query string
 }
 
 var (
@@ -31,7 +32,7 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return do(s.cn, ctx, OpExec, func(ctx context.Context) (driver.Result, error) {
+	return do(s.cn, ctx, OpExec, s.query, func(ctx context.Context) (driver.Result, error) {
 		if e, ok := s.real.(driver.StmtExecContext); ok {
 			return e.ExecContext(ctx, args)
 		}
@@ -44,7 +45,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return do(s.cn, ctx, OpQuery, func(ctx context.Context) (driver.Rows, error) {
+	return do(s.cn, ctx, OpQuery, s.query, func(ctx context.Context) (driver.Rows, error) {
 		if q, ok := s.real.(driver.StmtQueryContext); ok {
 			return q.QueryContext(ctx, args)
 		}
@@ -83,11 +84,11 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
-	_, err := do(t.cn, t.ctx, OpCommit, func(context.Context) (struct{}, error) { return struct{}{}, t.real.Commit() }, nil)
+	_, err := do(t.cn, t.ctx, OpCommit, "", func(context.Context) (struct{}, error) { return struct{}{}, t.real.Commit() }, nil)
 	return err
 }
 
 func (t *tx) Rollback() error {
-	_, err := do(t.cn, t.ctx, OpRollback, func(context.Context) (struct{}, error) { return struct{}{}, t.real.Rollback() }, nil)
+	_, err := do(t.cn, t.ctx, OpRollback, "", func(context.Context) (struct{}, error) { return struct{}{}, t.real.Rollback() }, nil)
 	return err
 }
