@@ -172,7 +172,8 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 	switch e := cn.real.(type) {
 	case driver.ExecerContext:
 		call = func(ctx context.Context) (driver.Result, error) { return e.ExecContext(ctx, query, args) }
-	case driver.Execer: //nolint:staticcheck // the wrapped driver may only have the old interface
+	//lint:ignore SA1019 the wrapped driver may only have the old interface
+	case driver.Execer:
 		call = func(ctx context.Context) (driver.Result, error) {
 			vs, err := values(ctx, args)
 			if err != nil {
@@ -192,7 +193,8 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 	switch q := cn.real.(type) {
 	case driver.QueryerContext:
 		call = func(ctx context.Context) (driver.Rows, error) { return q.QueryContext(ctx, query, args) }
-	case driver.Queryer: //nolint:staticcheck // the wrapped driver may only have the old interface
+	//lint:ignore SA1019 the wrapped driver may only have the old interface
+	case driver.Queryer:
 		call = func(ctx context.Context) (driver.Rows, error) {
 			vs, err := values(ctx, args)
 			if err != nil {
@@ -225,7 +227,8 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return cn.real.Begin() //nolint:staticcheck // the wrapped driver has nothing else
+		//lint:ignore SA1019 the wrapped driver has nothing else
+		return cn.real.Begin()
 	}, nil)
 	if err != nil {
 		return nil, err

@@ -94,8 +94,8 @@ func TestDropAfterSending(t *testing.T) {
 				t.Fatal("the connection is still open")
 			}
 			cn = connect(t, c)
-			if rows, err := cn.QueryContext(ctx, "SELECT 1", nil); err != fl.lost || rows != nil {
-				t.Fatalf("Query: %v, %v; want %v", rows, err, fl.lost)
+			if err := query(ctx, cn); err != fl.lost {
+				t.Fatalf("Query: %v; want %v", err, fl.lost)
 			}
 			cn = connect(t, c)
 			tx, err := cn.BeginTx(ctx, driver.TxOptions{})
@@ -121,11 +121,7 @@ func TestFreeze(t *testing.T) {
 		OnFault: func(Event) { frozen <- struct{}{} }})
 	cn := connect(t, c)
 	ctx, cancel := context.WithCancel(ctxT(t))
-	done := make(chan error, 1)
-	go func() {
-		_, err := cn.QueryContext(ctx, "SELECT 1", nil)
-		done <- err
-	}()
+	done := async(func() error { return query(ctx, cn) })
 	<-frozen
 	select {
 	case err := <-done:
@@ -153,8 +149,7 @@ func TestFreezeEndsWithClose(t *testing.T) {
 				t.Fatal(err)
 			}
 			cn := connect(t, c)
-			done := make(chan error, 1)
-			go func() { done <- exec(context.Background(), cn) }()
+			done := async(func() error { return exec(context.Background(), cn) })
 			<-frozen
 			c.Close()
 			if err := <-done; err != fl.lost {
@@ -318,5 +313,67 @@ func TestSkippedCallMeetsFaultsOnce(t *testing.T) {
 	s := c.Stats()
 	if s.Faults[0].Injected != 2 || s.Faults[0].Latency != 2*time.Millisecond || s.Faults[1].Considered != 2 || s.Faults[1].Injected != 1 {
 		t.Errorf("Stats %+v: want two calls, each delayed once, the second dropped", s)
+	}
+}
+
+// legacyConn is a connection of a driver with the interfaces of Go 1.0:
+// Execer but neither ExecerContext nor Queryer, nor ConnBeginTx.
+type legacyConn struct{ fc *fakeConn }
+
+func (c legacyConn) Prepare(q string) (driver.Stmt, error) { return c.fc.Prepare(q) }
+func (c legacyConn) Close() error                          { return c.fc.Close() }
+func (c legacyConn) Begin() (driver.Tx, error)             { return c.fc.Begin() }
+func (c legacyConn) Exec(q string, args []driver.Value) (driver.Result, error) {
+	if err := c.fc.record("legacy exec " + q); err != nil {
+		return nil, err
+	}
+	return driver.RowsAffected(len(args)), nil
+}
+
+type legacyConnector struct{ dsn string }
+
+func (c legacyConnector) Connect(context.Context) (driver.Conn, error) {
+	fc, err := fakeDriver{}.Open(c.dsn)
+	return legacyConn{fc.(*fakeConn)}, err
+}
+func (c legacyConnector) Driver() driver.Driver { return fakeDriver{} }
+
+// TestLegacyDriver: a driver's old interfaces are used as database/sql
+// uses them, and meet the Faults.
+func TestLegacyDriver(t *testing.T) {
+	dsn := fakeDSN(t)
+	c, err := NewConnector(Config{Connector: legacyConnector{dsn}, Faults: []Fault{{Kind: KindDrop, Every: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	ctx := ctxT(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "UPDATE t SET n = ?", 1); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE t", sql.Named("n", 1)); err == nil {
+		t.Fatal("a named argument reached an old driver")
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE t"); err != driver.ErrBadConn {
+		t.Fatalf("the fourth call: %v, want the drop", err)
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err == nil {
+		tx.Rollback()
+		t.Fatal("a read-only transaction began on a driver without ConnBeginTx")
+	}
+	want := []string{"legacy exec UPDATE t SET n = ?", "prepare SELECT 1", "stmt query SELECT 1"}
+	if got := fakeCalls(dsn); !slices.Equal(got, want) {
+		t.Errorf("the driver saw %q, want %q", got, want)
 	}
 }

@@ -180,11 +180,10 @@ func TestConnectFreezeEndsWithClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error, 1)
-			go func() {
+			done := async(func() error {
 				_, err := c.Connect(context.Background())
-				done <- err
-			}()
+				return err
+			})
 			<-frozen
 			// The attempt is in the driver now, or about to be: a stand-in
 			// made after Close is closed at once.

@@ -166,8 +166,7 @@ func TestLatencyWaitsOnClock(t *testing.T) {
 		Jitter: 50 * time.Millisecond}}, OnFault: func(e Event) { events = append(events, e) }})
 	cn := connect(t, c)
 	ctx := ctxT(t)
-	done := make(chan error, 1)
-	go func() { done <- exec(ctx, cn) }()
+	done := async(func() error { return exec(ctx, cn) })
 	if err := clk.WaitTimers(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +200,7 @@ func TestLatencyEndsWithContext(t *testing.T) {
 	c, _ := newFake(t, Config{Clock: clk, Faults: []Fault{{Kind: KindLatency, Latency: time.Hour}}})
 	cn := connect(t, c)
 	ctx, cancel := context.WithCancel(ctxT(t))
-	done := make(chan error, 1)
-	go func() {
-		_, err := cn.QueryContext(ctx, "SELECT 1", nil)
-		done <- err
-	}()
+	done := async(func() error { return query(ctx, cn) })
 	if err := clk.WaitTimers(ctxT(t), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -230,8 +225,7 @@ func TestPrecedence(t *testing.T) {
 		}})
 	cn := connect(t, c)
 	ctx := ctxT(t)
-	done := make(chan error, 1)
-	go func() { done <- exec(ctx, cn) }()
+	done := async(func() error { return exec(ctx, cn) })
 	if err := clk.WaitTimers(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

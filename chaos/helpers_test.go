@@ -78,14 +78,14 @@ type flavored struct {
 func (f flavored) Connect(context.Context) (driver.Conn, error) { return fakeDriver{}.Open(f.dsn) }
 func (f flavored) Driver() driver.Driver                        { return f.drv }
 
-// errorsOf returns the outcome of n calls of fn: "" for success, else the
-// error.
-func errorsOf(n int, fn func() error) []string {
-	out := make([]string, n)
-	for i := range out {
-		if err := fn(); err != nil {
-			out[i] = err.Error()
-		}
-	}
-	return out
+// async runs fn in a goroutine and returns the channel of its error.
+func async(fn func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	return done
+}
+
+func query(ctx context.Context, cn *conn) error {
+	_, err := cn.QueryContext(ctx, "SELECT 1", nil)
+	return err
 }

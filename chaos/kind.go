@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,9 +97,6 @@ func (o Op) String() string {
 	}
 	return strings.Join(names, "|")
 }
-
-// single reports whether o is one call, not a set.
-func (o Op) single() bool { return bits.OnesCount16(uint16(o)) == 1 }
 
 // parseOps reads a comma-separated list of op names.
 func parseOps(s string) (Op, bool) {

@@ -40,7 +40,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		if err != nil {
 			return nil, err
 		}
-		return s.real.Exec(vs) //nolint:staticcheck // the wrapped driver has nothing else
+		//lint:ignore SA1019 the wrapped driver has nothing else
+		return s.real.Exec(vs)
 	}, nil)
 }
 
@@ -53,7 +54,8 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		if err != nil {
 			return nil, err
 		}
-		return s.real.Query(vs) //nolint:staticcheck // the wrapped driver has nothing else
+		//lint:ignore SA1019 the wrapped driver has nothing else
+		return s.real.Query(vs)
 	}, closeRows)
 }
 

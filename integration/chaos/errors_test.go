@@ -134,12 +134,7 @@ func adminDB(t *testing.T, ctx context.Context) *sql.Conn {
 		if dsn == "" {
 			continue
 		}
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		c, err := db.Conn(ctx)
+		c, err := openDB(t, "mysql", dsn).Conn(ctx)
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
 			return c
@@ -183,12 +178,7 @@ func TestConnectErrorsAsReal(t *testing.T) {
 		t.Cleanup(func() { admin.ExecContext(context.Background(), "DROP ROLE chaos_limited") })
 		u := url.URL{Scheme: "postgres", User: url.UserPassword("chaos_limited", "limited-secret"), Host: pg.Addr(),
 			Path: "/" + pg.Database, RawQuery: "sslmode=disable"}
-		limited, err := sql.Open("pgx", u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer limited.Close()
-		check(t, pg, connectUntilRefused(t, ctx, limited), chaos.PgError("53300"))
+		check(t, pg, connectUntilRefused(t, ctx, openDB(t, "pgx", u.String())), chaos.PgError("53300"))
 	})
 	t.Run("mariadb 1226 MAX_USER_CONNECTIONS", func(t *testing.T) {
 		ctx := ctxT(t)
@@ -198,12 +188,7 @@ func TestConnectErrorsAsReal(t *testing.T) {
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'chaos_limited'@'%'") })
 		cfg := mysql.NewConfig()
 		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "chaos_limited", "limited-secret", "tcp", maria.Addr()
-		limited, err := sql.Open("mysql", cfg.FormatDSN())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer limited.Close()
-		check(t, maria, connectUntilRefused(t, ctx, limited), chaos.MySQLError(1226))
+		check(t, maria, connectUntilRefused(t, ctx, openDB(t, "mysql", cfg.FormatDSN())), chaos.MySQLError(1226))
 	})
 	t.Run("mariadb 1040 max_connections", func(t *testing.T) {
 		ctx := ctxT(t)
@@ -237,13 +222,8 @@ func TestRefusedAsReal(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		closed := strings.Replace(s.DSN(), s.Addr(), closedPort(t), 1)
-		realDB, err := sql.Open(s.DriverName(), closed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer realDB.Close()
 		db, _ := chaosDB(t, s, chaos.Fault{Kind: chaos.KindRefuse})
-		same(t, realDB.PingContext(ctx), db.PingContext(ctx))
+		same(t, openDB(t, s.DriverName(), closed).PingContext(ctx), db.PingContext(ctx))
 	})
 }
 

@@ -47,7 +47,13 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *servers.Server)) {
 // plainDB opens the server's own driver on s, closed when the test ends.
 func plainDB(t *testing.T, s *servers.Server) *sql.DB {
 	t.Helper()
-	db, err := sql.Open(s.DriverName(), s.DSN())
+	return openDB(t, s.DriverName(), s.DSN())
+}
+
+// openDB opens a database/sql pool, closed when the test ends.
+func openDB(t *testing.T, driverName, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

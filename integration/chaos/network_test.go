@@ -83,9 +83,8 @@ func TestDropAfterAsReal(t *testing.T) {
 	})
 }
 
-// frozenCall runs ExecContext on a connection warmed up through a proxy
-// that then stops forwarding, with a context ended by frozenBound's
-// deadline, or cancelled after it when cancel.
+// frozenCtx returns a context for a call on a frozen server: ended by a
+// deadline frozenBound from now, or cancelled then when cancel.
 func frozenCtx(t *testing.T, cancel bool) context.Context {
 	if !cancel {
 		ctx, stop := context.WithTimeout(ctxT(t), frozenBound)
@@ -156,7 +155,7 @@ func TestLatencyMeasured(t *testing.T) {
 	}
 }
 
-// run makes n queries one after another through db and returns the
+// failedCalls makes n queries one after another through db and returns the
 // numbers of those that failed.
 func failedCalls(t *testing.T, ctx context.Context, db *sql.DB, n int) []int {
 	t.Helper()
