@@ -41,7 +41,8 @@ type Config struct {
 	// move a clocktest.Clock instead of waiting. Nil: the system clock.
 	Clock resilience.Clock
 	// OnFault, when set, is called in the calling goroutine each time a
-	// Fault hits a call, before it takes effect. It must not block.
+	// Fault hits a call, before it takes effect: from several goroutines at
+	// once when calls are made concurrently. It must not block.
 	OnFault func(Event)
 }
 

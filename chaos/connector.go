@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -141,7 +141,7 @@ func (c *Connector) set(name string, on bool) error {
 			return nil
 		}
 	}
-	return errors.Join(ErrUnknownFault, errors.New("chaos: no fault is named "+quote(name)))
+	return fmt.Errorf("%w %s", ErrUnknownFault, quote(name))
 }
 
 // Stats returns the counters of every Fault, in Config order.
@@ -154,10 +154,10 @@ func (c *Connector) Stats() Stats {
 	return s
 }
 
-// Close ends frozen calls (with ErrClosed's lost-connection error), makes
-// Connect fail with ErrClosed, removes c from Lookup and closes the wrapped
-// connector if c made it. sql.DB.Close calls it. Connections already made
-// keep working.
+// Close releases the calls that are frozen (they fail as on a connection
+// closed under them), makes Connect fail with ErrClosed, removes c from
+// Lookup and closes the wrapped connector if c made it and it has a Close.
+// sql.DB.Close calls it. Connections already made keep working.
 func (c *Connector) Close() error {
 	var err error
 	c.closeOnce.Do(func() {

@@ -43,3 +43,20 @@ func TestSecretsOf(t *testing.T) {
 		t.Errorf("secretsOf(a 2-byte password) = %q: too short to search for", got)
 	}
 }
+
+// TestParseErrorsRedacted: the wrapped driver's own parser rejects a DSN
+// without showing its password.
+func TestParseErrorsRedacted(t *testing.T) {
+	const pw = "hunter2-xyz"
+	for _, tc := range []struct{ driver, dsn string }{
+		{"pgx", "postgres://app:" + pw + "@h:notaport/db"},
+		{"pgx", "host=h password=" + pw + " port=notaport"},
+		{"mysql", "app:" + pw + "@tcp(h)/db?timeout=forever"},
+		{"mysql", "app:" + pw + "@tcp(h)"},
+	} {
+		_, err := NewConnector(Config{DriverName: tc.driver, DSN: tc.dsn})
+		if err == nil || strings.Contains(err.Error(), pw) {
+			t.Errorf("%s %q: NewConnector = %v, want an error without the password", tc.driver, tc.dsn, err)
+		}
+	}
+}
