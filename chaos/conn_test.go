@@ -65,12 +65,7 @@ func TestDropBeforeSending(t *testing.T) {
 // driver.ErrBadConn on another connection; the caller sees nothing.
 func TestDropBeforeSendingRetried(t *testing.T) {
 	db, c, dsn := fakeDB(t, Config{Faults: []Fault{{Kind: KindDrop, Every: 2}}})
-	ctx := ctxT(t)
-	for range 2 {
-		if _, err := db.ExecContext(ctx, "UPDATE t"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execN(t, db, 2)
 	if n := c.Stats().Injected("drop"); n != 1 {
 		t.Errorf("%d drops, want 1", n)
 	}
@@ -261,12 +256,7 @@ func TestOps(t *testing.T) {
 // it reuses; a drop there makes it take another connection.
 func TestReset(t *testing.T) {
 	db, c, dsn := fakeDB(t, Config{Faults: []Fault{{Kind: KindDrop, On: OpReset}}})
-	ctx := ctxT(t)
-	for range 3 {
-		if _, err := db.ExecContext(ctx, "UPDATE t"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execN(t, db, 3)
 	if n := c.Stats().Injected("drop"); n != 2 {
 		t.Errorf("%d drops at reset, want 2 (every reuse)", n)
 	}

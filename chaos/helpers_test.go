@@ -89,3 +89,13 @@ func query(ctx context.Context, cn *conn) error {
 	_, err := cn.QueryContext(ctx, "SELECT 1", nil)
 	return err
 }
+
+// execN runs n Execs through db, each of which must succeed.
+func execN(t *testing.T, db *sql.DB, n int) {
+	t.Helper()
+	for range n {
+		if _, err := db.ExecContext(ctxT(t), "UPDATE t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
