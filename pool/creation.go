@@ -190,10 +190,7 @@ func (a *actor[T]) failPending(fail func(*waiter[T]) bool, pause bool) {
 			a.anon--
 		case r.w.state.Load() != waiterWaiting:
 		case fail(r.w):
-			fast := pause || r.w.deadline != 0
-			if r.w.deliver(created[T]{err: a.createError(g.lastErr, fast)}) && fast {
-				a.p.counters.failedFast.Add(1)
-			}
+			r.w.deliver(created[T]{err: a.createError(g.lastErr, pause || r.w.deadline != 0)})
 		case !g.failing: // back-pressure: wait for a give-back
 			r.w.deliver(created[T]{full: true})
 		default:
@@ -212,11 +209,10 @@ func (a *actor[T]) hopeless(w *waiter[T]) bool {
 	return g.held && len(a.all) == 0 && w.deadline != 0 && w.deadline < g.retryAt
 }
 
-// failFast answers w's request at once with the last failure.
+// failFast answers w's request at once with the last failure (the caller
+// counts it in Stats.FailedFast).
 func (a *actor[T]) failFast(w *waiter[T], err error) {
-	if w.deliver(created[T]{err: a.createError(err, true)}) {
-		a.p.counters.failedFast.Add(1)
-	}
+	w.deliver(created[T]{err: a.createError(err, true)})
 }
 
 // createError is the error a caller gets for err, the gate's last failure.

@@ -298,7 +298,7 @@ func (t *taker[T]) wait() (Handle[T], error) {
 		var e *entry[T]
 		var r created[T]
 		replied := false
-		if t.w == nil && t.done == nil && t.timeout == nil {
+		if t.w == nil && t.done == nil && t.timeout == nil && t.shed == nil {
 			e = <-p.queue // nothing else can end this wait
 		} else {
 			var reply chan created[T]
@@ -321,6 +321,9 @@ func (t *taker[T]) wait() (Handle[T], error) {
 			t.w = nil // answered: nothing to withdraw
 			switch {
 			case r.err != nil:
+				if ce, ok := r.err.(*CreateError); ok && ce.FailedFast {
+					p.counters.failedFast.Add(1)
+				}
 				return Handle[T]{}, r.err
 			case r.full:
 				t.full = true // no slot after all: wait for a give-back
