@@ -327,11 +327,14 @@ const (
 	// FIFO order and each waits until its own deadline.
 	OverloadFIFO
 	// OverloadCoDel is the controlled-delay queue of Facebook's "Fail at
-	// Scale", in FIFO order: when the queue of callers waiting for a
-	// give-back has not been empty for Interval, a caller joining it waits
-	// at most Target, then fails with an *OverloadError. It ignores
-	// deadlines: it keeps waits short for everyone, failing callers that
-	// could have been served in time.
+	// Scale", in FIFO order (without its adaptive LIFO: the pool hands
+	// objects over through one FIFO channel): a caller joining the queue of
+	// callers waiting for a give-back waits at most Interval, or at most
+	// Target when that queue has not been empty for the last Interval, and
+	// then fails with an *OverloadError. It ignores deadlines: it keeps
+	// waits short for everyone, failing callers that could have been
+	// served in time (a pool of 10 objects held 100ms each cannot serve a
+	// caller with 10 ahead of it within the default Interval).
 	OverloadCoDel
 )
 
@@ -354,8 +357,8 @@ type OverloadConfig struct {
 	// Target is OverloadCoDel's longest wait under overload. Zero means
 	// DefaultCoDelTarget (5ms).
 	Target time.Duration
-	// Interval is how long the queue must stay non-empty for
-	// OverloadCoDel to call it overload. Zero means DefaultCoDelInterval
-	// (100ms).
+	// Interval is OverloadCoDel's longest wait otherwise, and how long the
+	// queue must stay non-empty for it to call it overload. Zero means
+	// DefaultCoDelInterval (100ms).
 	Interval time.Duration
 }

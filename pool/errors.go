@@ -146,16 +146,16 @@ func (e *WaitError) Timeout() bool {
 
 // OverloadError says the overload policy failed a Take fast: under the
 // deadline policy, the caller could not have been served and done its
-// work before its deadline; under CoDel, it waited Target in a queue that
-// had not emptied for Interval. errors.Is(err, ErrOverloaded) is true for
+// work before its deadline; under CoDel, it waited as long as CoDel allows
+// (Target under overload, Interval otherwise). errors.Is(err, ErrOverloaded) is true for
 // it.
 type OverloadError struct {
 	Policy OverloadPolicy
 	// Ahead is the number of callers that waited before this one, and
 	// InUse the objects in use, when it was judged.
 	Ahead, InUse int
-	// Wait is the wait the deadline policy expected (or, for CoDel, the
-	// wait it allowed), Hold the mean hold time it measured, and Left the
+	// Wait is the wait the deadline policy expected (for CoDel, the wait
+	// it allowed), Hold the mean hold time it measured, and Left the
 	// time the caller had left before its deadline (zero for CoDel).
 	Wait, Hold, Left time.Duration
 	// AtTurn is true when the caller had been admitted and was failed when
@@ -167,8 +167,7 @@ type OverloadError struct {
 func (e *OverloadError) Error() string {
 	switch {
 	case e.Policy == OverloadCoDel:
-		return fmt.Sprintf("pool: overloaded: waited %v in a queue that has not emptied for Overload.Interval (CoDel; %s ahead)",
-			e.Wait, count(e.Ahead, "caller"))
+		return fmt.Sprintf("pool: overloaded: waited %v, CoDel's bound (%s ahead)", e.Wait, count(e.Ahead, "caller"))
 	case e.AtTurn:
 		return fmt.Sprintf("pool: overloaded: served with %v left before the deadline, less than the mean hold of %v; the object went to the next caller",
 			e.Left, e.Hold)

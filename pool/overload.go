@@ -101,11 +101,12 @@ func (t *taker[T]) admit(ahead int) error {
 		now := p.clock()
 		if ahead == 0 {
 			p.overload.emptyAt.Store(now)
-			return nil
 		}
+		t.shedAfter = p.cfg.Overload.Interval
 		if now-p.overload.emptyAt.Load() >= int64(p.cfg.Overload.Interval) {
-			t.shed, t.stopShed = p.startTimer(p.cfg.Overload.Target)
+			t.shedAfter = p.cfg.Overload.Target
 		}
+		t.shed, t.stopShed = p.startTimer(t.shedAfter)
 	}
 	return nil
 }
@@ -131,7 +132,7 @@ func (t *taker[T]) atTurn(e *entry[T], now int64) error {
 // shedByCoDel counts and returns the end of a wait by CoDel's target.
 func (t *taker[T]) shedByCoDel() error {
 	t.p.counters.overloaded.Add(1)
-	return &OverloadError{Policy: OverloadCoDel, Ahead: t.ahead, InUse: t.p.inUse(), Wait: t.p.cfg.Overload.Target}
+	return &OverloadError{Policy: OverloadCoDel, Ahead: t.ahead, InUse: t.p.inUse(), Wait: t.shedAfter}
 }
 
 // queueEmptied notes that the last caller waiting for a give-back has left

@@ -137,27 +137,35 @@ func TestOverloadFIFO(t *testing.T) {
 	}
 }
 
-// Under OverloadCoDel, once the queue has not been empty for Interval, a
-// caller joining it waits at most Target; before that, no bound.
+// Under OverloadCoDel a caller joining the queue waits at most Interval,
+// or at most Target once the queue has not been empty for Interval.
 func TestOverloadCoDel(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}})
 	a := h.take()
-	w1 := h.waiting(context.Background(), 1) // the queue stops being empty
+	w1 := h.waiting(context.Background(), 1) // the queue stops being empty: bounded by Interval
 	h.clk.Move(50 * time.Millisecond)
-	w2 := h.waiting(context.Background(), 2) // 50ms: not yet overload
+	w2 := h.waiting(context.Background(), 2) // 50ms later: not overload yet
 	h.clk.Move(50 * time.Millisecond)
-	w3 := h.waiting(context.Background(), 3) // 100ms: overload, bounded by Target
+	shed := func(w chan takeResult, after time.Duration) {
+		t.Helper()
+		r := h.result(w)
+		var oe *OverloadError
+		if !errors.As(r.err, &oe) || oe.Policy != OverloadCoDel || oe.Wait != after {
+			t.Fatalf("Take = %v, want CoDel's *OverloadError after %v", r.err, after)
+		}
+	}
+	shed(w1, 100*time.Millisecond)
+	w3 := h.waiting(context.Background(), 2) // the queue has not been empty for 100ms: overload
 	h.clk.Move(5 * time.Millisecond)
-	r := h.result(w3)
-	var oe *OverloadError
-	if !errors.As(r.err, &oe) || oe.Policy != OverloadCoDel || oe.Ahead != 2 {
-		t.Fatalf("Take = %v, want CoDel's *OverloadError with 2 ahead", r.err)
+	shed(w3, 5*time.Millisecond)
+	if !pending(w2) {
+		t.Fatal("a caller that joined before overload was shed at Target")
 	}
-	if !pending(w1) || !pending(w2) {
-		t.Fatal("a caller that joined before overload was shed")
+	h.clk.Move(45 * time.Millisecond)
+	shed(w2, 100*time.Millisecond)
+	if s := h.p.Stats(); s.Overloaded != 3 {
+		t.Fatalf("Overloaded = %d, want 3", s.Overloaded)
 	}
-	h.drain([]Handle[*fakeObj]{a}, w1, w2)
-	if s := h.p.Stats(); s.Overloaded != 1 {
-		t.Fatalf("Overloaded = %d, want 1", s.Overloaded)
-	}
+	w4 := h.waiting(context.Background(), 1) // the queue was empty: not overload
+	h.drain([]Handle[*fakeObj]{a}, w4)
 }

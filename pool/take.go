@@ -282,6 +282,7 @@ type taker[T any] struct {
 	// overload, and CoDel's bound on the wait.
 	overloaded bool
 	ahead      int // callers queued before it when it joined them
+	shedAfter  time.Duration
 	shed       <-chan time.Time
 	stopShed   func()
 }
