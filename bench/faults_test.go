@@ -124,17 +124,47 @@ type overloadCounts struct{ ok, late, failed int64 }
 // overload runs callers closed-loop calls on p for warmUp, then measures
 // the outcomes of the calls that end in the next window.
 func overload(p benchPool, callers int, hold, deadline, warmUp, window time.Duration, started func()) overloadCounts {
+	var c overloadCounts
+	closedLoop(p, callers, warmUp, window, func(w worker, measuring func() bool) {
+		count := func(n *int64) {
+			if measuring() {
+				atomic.AddInt64(n, 1)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if err := w.take(ctx); err != nil {
+			count(&c.failed)
+			time.Sleep(scaled(faultThink))
+			return
+		}
+		t := time.NewTimer(hold)
+		select {
+		case <-t.C:
+			count(&c.ok)
+		case <-ctx.Done(): // the work is cut short by the deadline
+			t.Stop()
+			count(&c.late)
+		}
+		_ = w.giveBack()
+	}, func(start bool) {
+		if start && started != nil {
+			started()
+		}
+	})
+	return c
+}
+
+// closedLoop runs callers goroutines, each making calls with a worker of p,
+// one after the other, for warmUp and then window. measuring reports
+// whether the window is on; edge is called as it starts (true) and ends
+// (false).
+func closedLoop(p benchPool, callers int, warmUp, window time.Duration, call func(w worker, measuring func() bool), edge func(start bool)) {
 	var (
-		c         overloadCounts
 		measuring atomic.Bool
 		stop      = make(chan struct{})
 		wg        sync.WaitGroup
 	)
-	count := func(n *int64) {
-		if measuring.Load() {
-			atomic.AddInt64(n, 1)
-		}
-	}
 	for range callers {
 		w := p.worker()
 		wg.Add(1)
@@ -146,36 +176,18 @@ func overload(p benchPool, callers int, hold, deadline, warmUp, window time.Dura
 					return
 				default:
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				if err := w.take(ctx); err != nil {
-					cancel()
-					count(&c.failed)
-					time.Sleep(scaled(faultThink))
-					continue
-				}
-				t := time.NewTimer(hold)
-				select {
-				case <-t.C:
-					count(&c.ok)
-				case <-ctx.Done(): // the work is cut short by the deadline
-					t.Stop()
-					count(&c.late)
-				}
-				cancel()
-				_ = w.giveBack()
+				call(w, measuring.Load)
 			}
 		}()
 	}
 	time.Sleep(warmUp)
-	if started != nil {
-		started()
-	}
+	edge(true)
 	measuring.Store(true)
 	time.Sleep(window)
 	measuring.Store(false)
+	edge(false)
 	close(stop)
 	wg.Wait()
-	return c
 }
 
 // errRefused is what the failing factories return.
@@ -265,46 +277,29 @@ type failingCounts struct{ attempts, lines, failed int64 }
 // warmUp and then window, and counts the attempts, log lines and failed
 // takes of the window.
 func failing(p benchPool, callers int, deadline, warmUp, window time.Duration, attempts, lines *atomic.Int64, started func()) failingCounts {
-	var (
-		measuring atomic.Bool
-		nFailed   atomic.Int64
-		stop      = make(chan struct{})
-		wg        sync.WaitGroup
-	)
-	for range callers {
-		w := p.worker()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				err := w.take(ctx)
-				cancel()
-				if err == nil {
-					panic("take succeeded against a failing factory")
-				}
-				if measuring.Load() {
-					nFailed.Add(1)
-				}
+	var c failingCounts
+	var failed atomic.Int64
+	closedLoop(p, callers, warmUp, window, func(w worker, measuring func() bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if err := w.take(ctx); err == nil {
+			panic("take succeeded against a failing factory")
+		}
+		if measuring() {
+			failed.Add(1)
+		}
+	}, func(start bool) {
+		if start {
+			if started != nil {
+				started()
 			}
-		}()
-	}
-	time.Sleep(warmUp)
-	if started != nil {
-		started()
-	}
-	a0, l0 := attempts.Load(), lines.Load()
-	measuring.Store(true)
-	time.Sleep(window)
-	measuring.Store(false)
-	c := failingCounts{attempts: attempts.Load() - a0, lines: lines.Load() - l0, failed: nFailed.Load()}
-	close(stop)
-	wg.Wait()
+			c.attempts, c.lines = -attempts.Load(), -lines.Load()
+			return
+		}
+		c.attempts += attempts.Load()
+		c.lines += lines.Load()
+	})
+	c.failed = failed.Load()
 	return c
 }
 

@@ -45,7 +45,9 @@ func DefaultMaxObjects() int { return max(4, runtime.NumCPU()) }
 // Validate checks the whole Config in one place.
 type Config struct {
 	// MaxObjects is the most objects alive at once, counting those being
-	// created and tested. Zero means DefaultMaxObjects().
+	// created and tested. Zero means DefaultMaxObjects(). Back-pressure
+	// (see BackPressure) may hold the pool below it for a while: its
+	// effective size, Stats.EffectiveMaxObjects.
 	MaxObjects int
 	// MinIdle is how many idle objects the pool keeps ready: each tick
 	// refills to it, and idle-time destruction never goes below it. Zero
@@ -73,10 +75,11 @@ type Config struct {
 	// than ValidationInterval spreads them). Zero means none.
 	MaxLifetimeJitter time.Duration
 	// MaxQueueSize is how many callers may wait for an object to be given
-	// back once the pool is full; the next one fails at once with a
-	// *QueueFullError (errors.Is ErrQueueFull). Callers waiting for a
-	// creation of their own do not count, so no caller is refused while the
-	// pool is below MaxObjects. Zero means DefaultMaxQueueSize.
+	// back once the pool is full (at its effective size); the next one
+	// fails at once with a *QueueFullError (errors.Is ErrQueueFull).
+	// Callers waiting for a creation of their own do not count, so no
+	// caller is refused while the pool is below its effective size. Zero
+	// means DefaultMaxQueueSize.
 	MaxQueueSize int
 	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
 	// (no cap beyond MaxObjects).
@@ -312,12 +315,13 @@ const (
 	// callers only, never on the fast path). Once at least as many callers
 	// wait for a give-back as there are objects in use, a caller about to
 	// join them, with k ahead of it and n objects in use held for h on
-	// average, expects to be served after (k+1)·h/n and then to hold its
-	// object for h: if its context's deadline comes before both, or
-	// AcquireTimeout before the first, it fails at once with an
-	// *OverloadError (errors.Is ErrOverloaded). And a caller admitted so
-	// that, when its turn comes, has less than h left before its context's
-	// deadline leaves the object to the next in line and fails alike.
+	// average, expects to be served after (k+1)·h/n and then to need its
+	// object for h and a margin of h/8: if its context's deadline comes
+	// before both, or AcquireTimeout before the first, it fails at once
+	// with an *OverloadError (errors.Is ErrOverloaded). And a caller
+	// admitted so that, when its turn comes, has less than h+h/8 left
+	// before its context's deadline leaves the object to the next in line
+	// and fails alike.
 	// Callers without a deadline are never refused, and when fewer callers
 	// wait than objects are in use nothing changes: plain FIFO. It assumes
 	// that a Take's context bounds the work done with the object too, as

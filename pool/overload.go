@@ -33,6 +33,12 @@ type overloadState struct {
 // holdWeight is the weight of the newest hold time in the average: 1/8.
 const holdWeight = 8
 
+// needed is the time a caller is expected to need the object for: the mean
+// hold and an eighth more, a margin for holds longer than the mean and
+// timers that fire late, so that a caller admitted with just enough time
+// is not cut short (a cancelled query may cost its connection).
+func needed(hold int64) int64 { return hold + hold/8 }
+
 // lentAt records that e, just lent as h at now, was taken by a caller that
 // waited: its hold will be measured.
 func (p *Pool[T]) lentAt(e *entry[T], h Handle[T], now int64) {
@@ -89,7 +95,7 @@ func (t *taker[T]) admit(ahead int) error {
 		}
 		t.overloaded = true
 		wait := int64(ahead+1) * hold / int64(inUse)
-		if (t.waitDeadline != 0 && now+wait > t.waitDeadline) || (t.deadline != 0 && now+wait+hold > t.deadline) {
+		if (t.waitDeadline != 0 && now+wait > t.waitDeadline) || (t.deadline != 0 && now+wait+needed(hold) > t.deadline) {
 			left := t.waitDeadline
 			if t.deadline != 0 {
 				left = t.deadline
@@ -113,14 +119,15 @@ func (t *taker[T]) admit(ahead int) error {
 
 // atTurn applies the deadline policy to t, which has just received e from
 // queue at now: a caller judged under overload with less than the mean
-// hold left before its deadline leaves e to the next caller and fails.
+// hold (and its margin, see needed) left before its deadline leaves e to
+// the next caller and fails.
 func (t *taker[T]) atTurn(e *entry[T], now int64) error {
 	if !t.overloaded || t.deadline == 0 {
 		return nil
 	}
 	p := t.p
 	hold := p.overload.hold.Load()
-	if left := t.deadline - now; left < hold {
+	if left := t.deadline - now; left < needed(hold) {
 		p.putIdle(e) // to the next caller: t still counts in waiting
 		p.counters.overloaded.Add(1)
 		return &OverloadError{Policy: OverloadDeadline, Ahead: t.ahead, InUse: p.inUse(),

@@ -9,14 +9,19 @@ import (
 )
 
 // Take returns an idle object that passes Validate; failing that it asks for
-// a new one when the pool is below MaxObjects, and otherwise waits in FIFO
-// order for an object to be given back. It fails at once with ctx's error
-// when ctx has already ended (whether or not an object is idle), with a
-// *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
-// MaxQueueSize callers already wait for a give-back, and with ErrClosed once
-// the pool is closed. While waiting it fails with ctx's error when ctx ends
-// (the object it may have caused to be created goes to the next caller) and
-// with a *CreateError when the creation it asked for fails.
+// a new one when the pool is below its effective size, and otherwise waits
+// in FIFO order for an object to be given back. It fails at once with ctx's
+// error when ctx has already ended (whether or not an object is idle), with
+// a *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
+// MaxQueueSize callers already wait for a give-back, with an
+// *OverloadError (errors.Is ErrOverloaded) when the overload policy finds
+// it cannot be served in time, with a *CreateError (FailedFast) when
+// creations fail and it cannot wait for the next attempt, and with
+// ErrClosed once the pool is closed. While waiting it fails with ctx's
+// error or an *AcquireTimeoutError when its wait ends (the object it may
+// have caused to be created goes to the next caller; while creations fail,
+// wrapped in a *WaitError naming the last failure) and with a *CreateError
+// when the creation it waited for fails.
 func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
 		return Handle[T]{}, err
