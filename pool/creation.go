@@ -113,11 +113,12 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	}
 	g.failures++
 	g.lastErr, g.lastAt = err, now
-	defer a.publishFailure()
+	// Each branch holds the gate, then logs and publishes (noted), then
+	// answers callers: a caller that gets the failure finds it in Stats.
 	if ra := retryAfterOf(err); !bc.IgnoreRetryAfter && !ra.IsZero() && p.clockOf(ra) > now {
 		g.failing = !bc.Disabled // after the pause, one attempt at a time
 		a.hold(now, p.clockOf(ra), err, false)
-		a.logFailure(now)
+		a.noted(now)
 		if w != nil {
 			w.deliver(created[T]{err: a.createError(err, false)})
 		}
@@ -131,7 +132,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 			g.limit = min(alive, p.cfg.MaxObjects)
 			g.failing = false // the server answers: the limit, not a backoff, governs
 			a.hold(now, addSat(now, int64(d)), nil, true)
-			a.logFailure(now)
+			a.noted(now)
 			// The pool has objects to give back: whoever waited for a
 			// creation now waits for those, in the queue.
 			if w != nil {
@@ -147,7 +148,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		if delay > 0 {
 			a.hold(now, addSat(now, delay), nil, true)
 		}
-		a.logFailure(now)
+		a.noted(now)
 		if w != nil {
 			w.deliver(created[T]{err: a.createError(err, false)})
 		}
@@ -158,7 +159,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		g.level++
 		a.hold(now, addSat(now, max(delay, int64(bc.delay(g.level)))), nil, delay > 0)
 	}
-	a.logFailure(now)
+	a.noted(now)
 	alive := len(a.all)
 	fail := func(w *waiter[T]) bool { return w.deadline == 0 || (alive == 0 && w.deadline < g.retryAt) }
 	switch {
@@ -171,6 +172,12 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		a.pending[0] = request[T]{w: w}
 	}
 	a.failPending(fail, false)
+}
+
+// noted logs the failure (at a bounded rate) and publishes the gate's state.
+func (a *actor[T]) noted(now int64) {
+	a.logFailure(now)
+	a.publishFailure()
 }
 
 // failPending goes through the requests for a creation after a failure:
