@@ -16,6 +16,15 @@
 //     object for about 1µs of busy work; reports the 99th percentile of the
 //     time Take waited (p99-wait-ns) and the throughput (ops/s).
 //
+// Two fault scenarios run in real time, only with -faults.scale set (see
+// faults_test.go): BenchmarkOverload (a pool of 10 whose objects are held
+// 200ms, 64 or 20 closed-loop callers with 1s deadlines; ok/s out of 50,
+// for respool under each overload policy, puddle and database/sql) and
+// BenchmarkCreateFailing (64 callers against a factory that always fails;
+// creation attempts and log lines per second):
+//
+//	go test -run '^$' -bench 'Overload|CreateFailing' -benchtime 1x -count 3 . -faults.scale=1 | go run ./cmd/ratios
+//
 // The code lives in _test.go files; this package exports nothing. Run
 //
 //	go test -run '^$' -bench . -count 10 -benchtime 200ms . | tee bench.txt | go run ./cmd/ratios

@@ -29,8 +29,9 @@ const mailboxSize = 256
 // allocates nothing.
 type message[T any] struct {
 	kind      msgKind
-	slot      bool // msgTake: the sender brings a slot marker
-	abandoned bool // msgTested: the Test outlived its bound and still runs
+	slot      bool   // msgTake: the sender brings a slot marker
+	abandoned bool   // msgTested: the Test outlived its bound and still runs
+	epoch     uint64 // msgCreated: the gate's epoch when the creation started
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T
@@ -41,10 +42,11 @@ type message[T any] struct {
 // actor goroutine; the atomics on Pool that mirror them are written only by it.
 type actor[T any] struct {
 	p *Pool[T]
-	// pending are the requests for a creation that have a slot but wait for
-	// MaxConcurrentCreates, oldest first; nil asks for an object for nobody
-	// in particular.
-	pending    []*waiter[T]
+	// pending are the requests for a creation not started yet, oldest
+	// first: waiting for MaxConcurrentCreates, or for the gate while
+	// creations fail (see creation.go).
+	pending    []request[T]
+	gate       createGate
 	all        map[*entry[T]]struct{} // every entry alive (idle, out, tested, being destroyed)
 	total      int                    // slots taken: entries alive, creations in flight or pending, slot markers offered
 	offered    int                    // slot markers offered and not yet used or handed back
@@ -61,13 +63,16 @@ type actor[T any] struct {
 }
 
 func newActor[T any](p *Pool[T], hook func(string)) *actor[T] {
-	return &actor[T]{p: p, all: make(map[*entry[T]]struct{}), lastTick: p.now.Load(), hook: hook}
+	a := &actor[T]{p: p, all: make(map[*entry[T]]struct{}), lastTick: p.now.Load(), hook: hook}
+	a.gate.limit = p.cfg.MaxObjects
+	return a
 }
 
 func (a *actor[T]) run() {
 	p := a.p
 	ticker := p.cfg.Clock.NewTicker(p.cfg.ValidationInterval)
 	defer ticker.Stop()
+	defer a.release() // stops the gate's timer
 	a.refill()
 	closing := p.closing
 	for {
@@ -78,6 +83,9 @@ func (a *actor[T]) run() {
 		case <-ticker.C():
 			a.tick(p.clock())
 			ev = "tick"
+		case <-a.gate.timerC:
+			a.onRetryDue()
+			ev = "retry"
 		case <-closing:
 			closing = nil // handled once
 			a.startClose()
@@ -85,11 +93,15 @@ func (a *actor[T]) run() {
 		}
 		// Any event may have freed a slot: the queued callers come first,
 		// then MinIdle. And once closed, wake the waiting callers.
+		// capacity is stored before offerSlots loads queued, as total is
+		// (see markers.go), and again once refill has taken slots.
+		a.publishCapacity()
 		a.offerSlots()
 		if a.needRefill {
 			a.needRefill = false
 			a.refill()
 		}
+		a.publishCapacity()
 		p.wakeIfNeeded()
 		if a.hook != nil {
 			a.hook(ev)
@@ -113,7 +125,7 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgPoke:
 		return "poke"
 	case msgCreated:
-		a.onCreated(m.w, m.obj, m.err)
+		a.onCreated(m.w, m.obj, m.err, m.epoch)
 		return "created"
 	case msgTested:
 		a.onTested(m.e, m.err, m.abandoned)
@@ -134,9 +146,10 @@ func (a *actor[T]) handle(m message[T]) string {
 // onTake handles a request for a creation: w's, or one for nobody in
 // particular (TryTake) when w is nil. With slot, the sender brings a slot
 // marker; otherwise the request takes a free slot, or, for a caller, is
-// answered full when there is none.
+// answered full when there is none. While creations fail, the gate decides
+// (see creation.go).
 func (a *actor[T]) onTake(w *waiter[T], slot bool) {
-	p := a.p
+	p, g := a.p, &a.gate
 	if slot {
 		a.offered--
 		p.offered.Store(int64(a.offered))
@@ -150,11 +163,39 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 		}
 		return
 	}
-	if !slot {
+	if g.pauseErr != nil || (g.failing && w == nil) { // nothing to make now
+		if slot {
+			a.freeSlot()
+		}
+		if w != nil {
+			a.failFast(w, g.pauseErr)
+		}
+		return
+	}
+	if w == nil && !slot { // TryTake: one object on its way, or one idle, is enough
+		if a.anon > 0 || p.idleCount() > 0 || !a.canCreate() {
+			return
+		}
+		slot = true
+		a.setTotal(a.total + 1)
+	}
+	if g.failing { // requests wait without a slot (see creation.go)
+		if slot {
+			a.freeSlot()
+		}
 		switch {
-		case w == nil && (a.anon > 0 || p.idleCount() > 0 || !a.canCreate()):
-			return // TryTake: one object on its way, or one idle, is enough
-		case a.total >= p.cfg.MaxObjects:
+		case a.total >= a.capacity():
+			w.deliver(created[T]{full: true})
+		case a.hopeless(w):
+			a.failFast(w, g.lastErr)
+		default:
+			a.pending = append(a.pending, request[T]{w: w})
+			a.startCreates()
+		}
+		return
+	}
+	if !slot {
+		if a.total >= a.capacity() {
 			w.deliver(created[T]{full: true})
 			return
 		}
@@ -163,31 +204,43 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 	if w == nil {
 		a.anon++
 	}
-	a.pending = append(a.pending, w)
+	a.pending = append(a.pending, request[T]{w: w, reserved: true})
 	a.startCreates()
 }
 
-// startCreates starts the pending creations, as far as MaxConcurrentCreates
-// allows. A caller that left before its creation started gives its slot up.
+// startCreates starts the pending creations, as far as the gate and
+// MaxConcurrentCreates allow. A caller that left before its creation started
+// gives its slot up; a request without a slot takes one, or, when none is
+// free, its caller is told to wait for a give-back.
 func (a *actor[T]) startCreates() {
-	for len(a.pending) > 0 && a.creating < a.p.cfg.MaxConcurrentCreates {
-		w := a.pending[0]
-		a.pending[0] = nil
+	for len(a.pending) > 0 {
+		r := a.pending[0]
+		gone := r.w != nil && r.w.state.Load() != waiterWaiting
+		if !gone && !a.mayStart() {
+			return
+		}
+		a.pending[0] = request[T]{}
 		a.pending = a.pending[1:]
 		switch {
-		case w == nil:
-			a.startCreate(nil)
-		case w.state.Load() == waiterWaiting:
-			a.startCreate(w)
+		case gone:
+			if r.reserved {
+				a.freeSlot()
+			}
+		case !r.reserved && a.total >= a.capacity():
+			r.w.deliver(created[T]{full: true})
 		default:
-			a.freeSlot()
+			if !r.reserved {
+				a.setTotal(a.total + 1)
+			}
+			a.startCreate(r.w)
 		}
 	}
 }
 
-// canCreate reports whether a slot is free and a creation may start now.
+// canCreate reports whether a slot is free and a creation for nobody in
+// particular may start now (callers waiting for the gate come first).
 func (a *actor[T]) canCreate() bool {
-	return !a.closing && a.total < a.p.cfg.MaxObjects && a.creating < a.p.cfg.MaxConcurrentCreates
+	return a.mayStart() && a.total < a.capacity() && !(a.gate.failing && len(a.pending) > 0)
 }
 
 // freeSlot gives a slot up. total is stored before offerSlots loads queued
@@ -210,7 +263,7 @@ func (a *actor[T]) takeBackSlot() {
 // the first (see markers.go).
 func (a *actor[T]) offerSlots() {
 	p := a.p
-	for !a.closing && a.total < p.cfg.MaxObjects && int(p.queued.Load()) > a.offered {
+	for !a.closing && a.total < a.capacity() && int(p.queued.Load()) > a.offered {
 		a.setTotal(a.total + 1)
 		a.offered++
 		p.offered.Store(int64(a.offered))
@@ -225,6 +278,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
 	a.creating++
 	p.creating.Store(int64(a.creating))
+	epoch := a.gate.epoch
 	parent := context.Background()
 	if w != nil && w.ctx != nil {
 		parent = context.WithoutCancel(w.ctx)
@@ -247,7 +301,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			if errBound != nil {
 				r.err = errBound
 			}
-			p.mailbox <- message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err}
+			p.mailbox <- message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch}
 		},
 		func(r result) {
 			if r.err == nil {
@@ -256,7 +310,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 		})
 }
 
-func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
+func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64) {
 	p := a.p
 	a.creating--
 	p.creating.Store(int64(a.creating))
@@ -270,9 +324,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
 		p.counters.createFailures.Add(1)
-		if w == nil || !w.deliver(created[T]{err: &CreateError{Err: err}}) {
-			p.cfg.Logger.Warn("create failed", "pool", p.cfg.Name, "error", err)
-		}
+		a.createFailed(w, err, epoch)
 		return
 	}
 	p.counters.creates.Add(1)
@@ -283,6 +335,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error) {
 		e.expiresAt = addSat(p.clock(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
+	a.createSucceeded()
 	switch {
 	case a.closing:
 		p.destroy(e, DestroyClosed)
@@ -371,6 +424,7 @@ func (a *actor[T]) tick(now int64) {
 	}
 	a.reportHeld(now)
 	a.watchLeases()
+	a.flushFailureLog(now)
 	a.needRefill = true
 }
 
@@ -378,6 +432,7 @@ func (a *actor[T]) tick(now int64) {
 // idleLeft, the idle entries not destroyed.
 func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int) int {
 	p := a.p
+	e.lentAt = 0 // idle: see flushToQueue
 	switch {
 	case e.expiresAt != 0 && now >= e.expiresAt:
 		idleLeft--
@@ -455,13 +510,16 @@ func (a *actor[T]) startClose() {
 	a.watchLeases() // so that the collections Close runs find every lost Handle
 	close(p.closeStarted)
 	p.cancelBase()
-	for _, w := range a.pending { // their slots were taken; nothing will be made
-		if w == nil {
+	a.release()
+	for _, r := range a.pending { // nothing will be made
+		if r.w == nil {
 			a.anon--
 		} else {
-			w.deliver(created[T]{err: ErrClosed})
+			r.w.deliver(created[T]{err: ErrClosed})
 		}
-		a.freeSlot()
+		if r.reserved {
+			a.freeSlot()
+		}
 	}
 	clear(a.pending)
 	a.pending = nil

@@ -20,6 +20,7 @@ func TestCreateTimeoutIsEnforcedOnACreateDeafToItsContext(t *testing.T) {
 	}
 	waitUntil(t, "the slot is freed", func() bool { return h.p.Stats().Total == 0 })
 	h.f.set(func(f *fakeFactory) { f.gate = nil })
+	h.afterBackoff()
 	a := h.take() // MaxObjects 1: only possible with the slot freed
 	close(gate)   // the late object arrives...
 	waitUntil(t, "the late object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyLate) == 1 })

@@ -87,3 +87,25 @@ func (p *Pool[T]) clock() int64 {
 	}
 	return p.cfg.Clock.Now().UnixNano()
 }
+
+// clockOf converts t to a reading of the pool's clock (see clock). With
+// SystemClock it uses t's monotonic reading when it has one, as the
+// deadlines of context.WithTimeout do.
+func (p *Pool[T]) clockOf(t time.Time) int64 {
+	if p.sysClock {
+		return int64(t.Sub(monoEpoch))
+	}
+	return t.UnixNano()
+}
+
+// timeAt converts a reading of the pool's clock to a time.Time, for errors
+// and Stats; zero stays zero.
+func (p *Pool[T]) timeAt(c int64) time.Time {
+	switch {
+	case c == 0:
+		return time.Time{}
+	case p.sysClock:
+		return monoEpoch.Add(time.Duration(c))
+	}
+	return time.Unix(0, c)
+}

@@ -20,6 +20,22 @@ const (
 	DefaultCreateTimeout      = 10 * time.Second
 	DefaultTestTimeout        = 5 * time.Second
 	DefaultValidationInterval = 30 * time.Second
+
+	// DefaultBackoffInitial is the wait after a first creation failure,
+	// short enough that a blip (one refused connection) costs callers
+	// little.
+	DefaultBackoffInitial = 50 * time.Millisecond
+	// DefaultBackoffMax caps the wait between creation attempts while they
+	// fail: about one attempt a second against a database that is down, and
+	// a restarted one is found within a second.
+	DefaultBackoffMax = time.Second
+	// DefaultFailureLogInterval is the least time between two log lines
+	// about failing creations.
+	DefaultFailureLogInterval = 10 * time.Second
+	// DefaultCoDelTarget and DefaultCoDelInterval are OverloadCoDel's M and
+	// N, the values of "Fail at Scale".
+	DefaultCoDelTarget   = 5 * time.Millisecond
+	DefaultCoDelInterval = 100 * time.Millisecond
 )
 
 // DefaultMaxObjects is max(4, runtime.NumCPU()), the default of MaxObjects.
@@ -29,7 +45,9 @@ func DefaultMaxObjects() int { return max(4, runtime.NumCPU()) }
 // Validate checks the whole Config in one place.
 type Config struct {
 	// MaxObjects is the most objects alive at once, counting those being
-	// created and tested. Zero means DefaultMaxObjects().
+	// created and tested. Zero means DefaultMaxObjects(). Back-pressure
+	// (see BackPressure) may hold the pool below it for a while: its
+	// effective size, Stats.EffectiveMaxObjects.
 	MaxObjects int
 	// MinIdle is how many idle objects the pool keeps ready: each tick
 	// refills to it, and idle-time destruction never goes below it. Zero
@@ -57,10 +75,11 @@ type Config struct {
 	// than ValidationInterval spreads them). Zero means none.
 	MaxLifetimeJitter time.Duration
 	// MaxQueueSize is how many callers may wait for an object to be given
-	// back once the pool is full; the next one fails at once with a
-	// *QueueFullError (errors.Is ErrQueueFull). Callers waiting for a
-	// creation of their own do not count, so no caller is refused while the
-	// pool is below MaxObjects. Zero means DefaultMaxQueueSize.
+	// back once the pool is full (at its effective size); the next one
+	// fails at once with a *QueueFullError (errors.Is ErrQueueFull).
+	// Callers waiting for a creation of their own do not count, so no
+	// caller is refused while the pool is below its effective size. Zero
+	// means DefaultMaxQueueSize.
 	MaxQueueSize int
 	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
 	// (no cap beyond MaxObjects).
@@ -89,6 +108,29 @@ type Config struct {
 	// reports. Zero means DefaultValidationInterval, or MaxIdle when that is
 	// shorter.
 	ValidationInterval time.Duration
+	// CreateBackoff governs what the pool does when creations fail. On by
+	// default: after a failure the pool waits before its next attempt,
+	// makes one attempt at a time until one succeeds, and logs one line
+	// per interval; callers that cannot wait that long fail at once (see
+	// BackoffConfig).
+	CreateBackoff BackoffConfig
+	// BackPressure, when set, recognises the creation errors by which the
+	// server says it is full (PostgreSQL 53300 too_many_connections, MySQL
+	// 1040): it returns how long to hold off and true. The pool then
+	// shrinks its effective size (Stats.EffectiveMaxObjects) to the
+	// objects alive, which the server accepted, makes no creation for d,
+	// and then grows back one creation at a time, by one object for each
+	// that succeeds, until MaxObjects; callers beyond the effective size
+	// wait for give-backs in FIFO order, counted against MaxQueueSize. A
+	// new back-pressure error shrinks it again. Its signature is that of
+	// resilience/dbclass.BackPressure. Nil (the default) means no error is
+	// back-pressure: the pool does not know the server's errors.
+	BackPressure func(err error) (d time.Duration, ok bool)
+	// Overload chooses what happens when more callers wait than the pool
+	// can serve within their deadlines. The default (OverloadDeadline)
+	// fails at once the callers that cannot be served in time and keeps
+	// FIFO order for the others (see OverloadPolicy).
+	Overload OverloadConfig
 	// Leak configures leak tracking. The zero value tracks lost handles
 	// through the garbage collector, without stacks.
 	Leak leak.Config
@@ -128,6 +170,11 @@ func (c Config) Validate() error {
 		nonNegDur("TestTimeout", c.TestTimeout),
 		nonNegDur("ValidationInterval", c.ValidationInterval),
 		nonNegDur("Leak.HoldThreshold", c.Leak.HoldThreshold),
+		nonNegDur("CreateBackoff.Initial", c.CreateBackoff.Initial),
+		nonNegDur("CreateBackoff.Max", c.CreateBackoff.Max),
+		nonNegDur("CreateBackoff.LogInterval", c.CreateBackoff.LogInterval),
+		nonNegDur("Overload.Target", c.Overload.Target),
+		nonNegDur("Overload.Interval", c.Overload.Interval),
 	} {
 		if err != nil {
 			return err
@@ -142,6 +189,18 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "MaxIdle", Value: c.MaxIdle,
 			Reason: "must not be shorter than ValidationInterval (" + d.ValidationInterval.String() +
 				"): idle time is checked once per interval; shorten ValidationInterval or leave it 0 to follow MaxIdle"}
+	}
+	if b := d.CreateBackoff; b.Max < b.Initial {
+		return &ConfigError{Field: "CreateBackoff.Max", Value: c.CreateBackoff.Max,
+			Reason: "must not be shorter than CreateBackoff.Initial (" + b.Initial.String() + ")"}
+	}
+	if c.Overload.Policy > OverloadCoDel {
+		return &ConfigError{Field: "Overload.Policy", Value: c.Overload.Policy,
+			Reason: "must be OverloadDeadline (0, default), OverloadFIFO or OverloadCoDel"}
+	}
+	if o := d.Overload; o.Interval < o.Target {
+		return &ConfigError{Field: "Overload.Interval", Value: c.Overload.Interval,
+			Reason: "must not be shorter than Overload.Target (" + o.Target.String() + ")"}
 	}
 	if d.MinIdle > d.MaxObjects {
 		return &ConfigError{Field: "MinIdle", Value: c.MinIdle,
@@ -176,6 +235,21 @@ func (c Config) withDefaults() Config {
 			c.ValidationInterval = min(c.ValidationInterval, c.MaxIdle)
 		}
 	}
+	if c.CreateBackoff.Initial == 0 {
+		c.CreateBackoff.Initial = DefaultBackoffInitial
+	}
+	if c.CreateBackoff.Max == 0 {
+		c.CreateBackoff.Max = max(DefaultBackoffMax, c.CreateBackoff.Initial)
+	}
+	if c.CreateBackoff.LogInterval == 0 {
+		c.CreateBackoff.LogInterval = DefaultFailureLogInterval
+	}
+	if c.Overload.Target == 0 {
+		c.Overload.Target = DefaultCoDelTarget
+	}
+	if c.Overload.Interval == 0 {
+		c.Overload.Interval = max(DefaultCoDelInterval, c.Overload.Target)
+	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}
@@ -186,4 +260,109 @@ func (c Config) withDefaults() Config {
 		c.Name = "pool"
 	}
 	return c
+}
+
+// BackoffConfig governs the pool's creations while they fail. The zero
+// value is the default: on.
+//
+// After a creation fails, the pool makes no attempt for a delay (Initial,
+// doubled after each failure in a row up to Max, each drawn at random
+// between half of it and all of it, so that pools do not retry in step),
+// then one attempt at a time, for the oldest caller waiting, until one
+// succeeds; a success ends it. Meanwhile a caller that needs a creation
+// waits for the next attempt, unless its deadline (its context's, or
+// AcquireTimeout) comes before that attempt while no object is alive to be
+// given back: then it fails at once with a *CreateError carrying the last
+// failure and the time of the next attempt (RetryAfter). A caller without
+// any deadline gets the result of the next attempt. A caller whose wait ends
+// by its deadline while creations fail gets a *WaitError naming the last
+// failure.
+//
+// A Create error that carries its own retry time (a method RetryAfter()
+// time.Time returning a future time, as a circuit breaker's rejection or a
+// pause of package resilience does) fails every caller waiting for a
+// creation at once with it, and the pool makes no attempt before that
+// time: Takes that would need a creation meanwhile fail at once with it.
+type BackoffConfig struct {
+	// Initial is the delay after a first failure. Zero means
+	// DefaultBackoffInitial (50ms).
+	Initial time.Duration
+	// Max caps the delay. Zero means DefaultBackoffMax (1s), or Initial if
+	// that is longer.
+	Max time.Duration
+	// LogInterval is the least time between two log lines about failing
+	// creations: the first failure is logged at once, the next ones as one
+	// line with their count once the interval has passed, and the
+	// recovery as one line. Zero means DefaultFailureLogInterval (10s).
+	LogInterval time.Duration
+	// Disabled turns the delays off: every failure goes to the caller whose
+	// creation it was, and the next caller's creation is tried at once, as
+	// many at a time as MaxConcurrentCreates allows. Logging stays bounded.
+	Disabled bool
+	// IgnoreRetryAfter makes the pool treat a Create error that carries a
+	// retry time as any other failure.
+	IgnoreRetryAfter bool
+}
+
+// OverloadPolicy is the pool's queue discipline when callers wait for
+// objects to be given back.
+type OverloadPolicy uint8
+
+const (
+	// OverloadDeadline (the default) keeps FIFO order and fails fast the
+	// callers that cannot be served in time. The pool measures how long
+	// objects are held while callers wait (a clock read by the waiting
+	// callers only, never on the fast path). Once at least as many callers
+	// wait for a give-back as there are objects in use, a caller about to
+	// join them, with k ahead of it and n objects in use held for h on
+	// average, expects to be served after (k+1)·h/n and then to need its
+	// object for h and a margin of h/8: if its context's deadline comes
+	// before both, or AcquireTimeout before the first, it fails at once
+	// with an *OverloadError (errors.Is ErrOverloaded). And a caller
+	// admitted so that, when its turn comes, has less than h+h/8 left
+	// before its context's deadline leaves the object to the next in line
+	// and fails alike.
+	// Callers without a deadline are never refused, and when fewer callers
+	// wait than objects are in use nothing changes: plain FIFO. It assumes
+	// that a Take's context bounds the work done with the object too, as
+	// database/sql's does.
+	OverloadDeadline OverloadPolicy = iota
+	// OverloadFIFO turns overload handling off: callers are served in
+	// FIFO order and each waits until its own deadline.
+	OverloadFIFO
+	// OverloadCoDel is the controlled-delay queue of Facebook's "Fail at
+	// Scale", in FIFO order (without its adaptive LIFO: the pool hands
+	// objects over through one FIFO channel): a caller joining the queue of
+	// callers waiting for a give-back waits at most Interval, or at most
+	// Target when that queue has not been empty for the last Interval, and
+	// then fails with an *OverloadError. It ignores deadlines: it keeps
+	// waits short for everyone, failing callers that could have been
+	// served in time (a pool of 10 objects held 100ms each cannot serve a
+	// caller with 10 ahead of it within the default Interval).
+	OverloadCoDel
+)
+
+func (o OverloadPolicy) String() string {
+	switch o {
+	case OverloadDeadline:
+		return "deadline"
+	case OverloadFIFO:
+		return "fifo"
+	case OverloadCoDel:
+		return "codel"
+	}
+	return "OverloadPolicy(" + strconv.Itoa(int(o)) + ")"
+}
+
+// OverloadConfig chooses the overload policy. The zero value is
+// OverloadDeadline.
+type OverloadConfig struct {
+	Policy OverloadPolicy
+	// Target is OverloadCoDel's longest wait under overload. Zero means
+	// DefaultCoDelTarget (5ms).
+	Target time.Duration
+	// Interval is OverloadCoDel's longest wait otherwise, and how long the
+	// queue must stay non-empty for it to call it overload. Zero means
+	// DefaultCoDelInterval (100ms).
+	Interval time.Duration
 }

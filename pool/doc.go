@@ -25,9 +25,10 @@
 //     the actor.
 //
 // A waiting caller asks the actor for a creation of its own when the pool is
-// below MaxObjects and nobody waits for a give-back; otherwise it waits for
-// a give-back, and only those callers count against MaxQueueSize, so no
-// caller is refused while the pool has room. When a slot frees on a full
+// below its effective size (MaxObjects, unless back-pressure lowered it) and
+// nobody waits for a give-back; otherwise it waits for a give-back, and only
+// those callers count against MaxQueueSize, so no caller is refused while
+// the pool has room. When a slot frees on a full
 // pool, the actor offers it through the queue channel, as a slot marker, to
 // the caller that has waited longest, which then asks for its creation: a
 // newcomer cannot take the slot first. The actor starts creations (at most
@@ -40,6 +41,43 @@
 // context: AcquireTimeout ends a Take's wait, CreateTimeout a creation,
 // TestTimeout a Test or a hook; at the bound the caller gets an error and the
 // slot is freed, and an object that arrives late is destroyed.
+//
+// When creations fail, the pool backs off as a whole, not once per waiting
+// caller (Config.CreateBackoff, on by default): after a failure it makes no
+// attempt for a delay (50ms, doubling up to 1s, drawn between half and all
+// of it), then one attempt at a time, for the oldest caller waiting, until
+// one succeeds. A caller that needs a creation waits for the next attempt;
+// it fails at once, with a *CreateError carrying the last failure and when
+// the next attempt comes (RetryAfter), when its deadline comes first and no
+// object is alive to be given back; a caller without a deadline gets the
+// next attempt's outcome; a wait ended by its deadline meanwhile says so
+// and names the last failure (*WaitError). A Create error that carries its
+// own retry time (a method RetryAfter() time.Time, as the rejections of
+// package resilience have) fails every caller waiting for a creation with
+// it and holds creations until then. Failures are logged at most once per
+// CreateBackoff.LogInterval, as one line with their count.
+//
+// Config.BackPressure recognises the creation errors by which a server says
+// it is full. The pool then makes do with the objects alive, which the
+// server accepted: its effective size (Stats.EffectiveMaxObjects) drops to
+// them, it makes no creation for the delay the error names, and then grows
+// back one creation at a time, by one object per success, while callers
+// beyond the effective size wait for give-backs, in FIFO order and within
+// MaxQueueSize.
+//
+// The queue policy is stated by Config.Overload. Callers waiting for a
+// give-back are served first in, first out. Under overload, when at least
+// as many callers wait as there are objects in use, the default policy
+// (OverloadDeadline) fails at once, with an *OverloadError, a caller whose
+// context's deadline comes before its expected turn plus one mean hold
+// (both estimated from its place in the queue and the hold times measured
+// while callers waited; AcquireTimeout bounds the turn alone), and a caller
+// whose turn comes with less than a mean hold left leaves the object to
+// the next one and fails alike: the callers that can still make it are
+// served in time instead of everyone too late. Callers without a deadline
+// are never refused, and below overload nothing changes. OverloadFIFO turns
+// this off; OverloadCoDel is the controlled delay of Facebook's "Fail at
+// Scale" (see OverloadPolicy, and bench/ for the measurements).
 //
 // Every Take hands out a Handle: give it back with GiveBack, or with Discard
 // when the object is broken. A Handle that is lost without either is found

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
@@ -62,4 +64,33 @@ func ExamplePool_Take_queueFull() {
 	// true
 	// pool: wait queue full: 1 caller already waiting (MaxQueueSize 1, MaxObjects 1)
 	// context canceled
+}
+
+// While creations fail, a caller that cannot wait for the pool's next
+// attempt fails at once, with the last failure and the time of that attempt.
+func ExamplePool_Take_creationsFailing() {
+	refused := errors.New("connection refused")
+	f := factory.Funcs[*conn]{CreateFunc: func(context.Context) (*conn, error) { return nil, refused }}
+	p, _ := pool.New[*conn](f, pool.Config{
+		MaxObjects:    4,
+		CreateBackoff: pool.BackoffConfig{Initial: time.Second}, // the next attempt 0.5-1s after a failure
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	defer p.Close(context.Background())
+	take := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := p.Take(ctx)
+		return err
+	}
+
+	fmt.Println(take()) // the creation made for it fails
+	err := take()       // no attempt before its deadline: it fails at once
+	var ce *pool.CreateError
+	fmt.Println(errors.Is(err, refused), errors.As(err, &ce) && ce.FailedFast)
+	fmt.Println(ce.RetryAfter().Equal(p.Stats().NextCreateAttempt))
+	// Output:
+	// pool: create: connection refused
+	// true true
+	// true
 }

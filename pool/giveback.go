@@ -114,6 +114,7 @@ func (p *Pool[T]) flushToQueue() {
 	for i := range p.idle.shards {
 		s := &p.idle.shards[i]
 		for e := s.pop(); e != nil; e = s.pop() {
+			e.lentAt = 0 // it was idle: its next hold is not measured from its last take
 			p.queue <- e // never blocks
 		}
 	}

@@ -100,6 +100,11 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{Config{MaxObjects: 2, MinIdle: 3}, "MinIdle"},
 		{Config{CreateTimeout: -time.Second}, "CreateTimeout"},
 		{Config{ValidationInterval: -1}, "ValidationInterval"},
+		{Config{CreateBackoff: BackoffConfig{Initial: -1}}, "CreateBackoff.Initial"},
+		{Config{CreateBackoff: BackoffConfig{Initial: 2 * time.Second, Max: time.Second}}, "CreateBackoff.Max"},
+		{Config{CreateBackoff: BackoffConfig{LogInterval: -1}}, "CreateBackoff.LogInterval"},
+		{Config{Overload: OverloadConfig{Policy: OverloadCoDel + 1}}, "Overload.Policy"},
+		{Config{Overload: OverloadConfig{Target: 200 * time.Millisecond, Interval: 100 * time.Millisecond}}, "Overload.Interval"},
 	} {
 		err := tc.cfg.Validate()
 		var ce *ConfigError
@@ -109,6 +114,11 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("zero Config: %v", err)
+	}
+	// A long Initial alone raises the default Max to it; a long Target
+	// raises the default Interval.
+	if err := (Config{CreateBackoff: BackoffConfig{Initial: 5 * time.Second}, Overload: OverloadConfig{Target: time.Second}}).Validate(); err != nil {
+		t.Errorf("Initial above the default Max: %v", err)
 	}
 	if _, err := New[*fakeObj](nil, Config{}); err == nil {
 		t.Error("New with a nil factory succeeded")

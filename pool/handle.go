@@ -50,6 +50,12 @@ type entry[T any] struct {
 	// heldReported is the lease already reported as held too long. Only the
 	// actor touches it.
 	heldReported uint64
+
+	// lentAt (a clock reading; 0: not measured) and lentLease are the take
+	// of a caller that waited, whose hold the overload policy measures
+	// (see overload.go). Written and read by whoever owns the entry.
+	lentAt    int64
+	lentLease uint64
 }
 
 // Handle is one Take's claim on an object. Keep it until GiveBack or Discard:

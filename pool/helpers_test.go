@@ -28,9 +28,10 @@ type fakeObj struct {
 
 // fakeFactory counts live objects and lets tests gate and fail creations.
 type fakeFactory struct {
-	nextID  atomic.Int64
-	live    atomic.Int64
-	maxLive atomic.Int64
+	nextID   atomic.Int64
+	live     atomic.Int64
+	maxLive  atomic.Int64
+	attempts atomic.Int64 // calls of Create
 
 	mu         sync.Mutex
 	createErr  error                     // returned by Create when set
@@ -60,6 +61,7 @@ func (f *fakeFactory) await(ctx context.Context, gate chan struct{}) error {
 }
 
 func (f *fakeFactory) Create(ctx context.Context) (*fakeObj, error) {
+	f.attempts.Add(1)
 	f.mu.Lock()
 	gate, err, seen := f.gate, f.createErr, f.createSeen
 	f.mu.Unlock()
@@ -334,3 +336,60 @@ func blockedInTake(n int) bool {
 	}
 	return count >= n
 }
+
+// heldBack waits until a failure has held creations back.
+func (h *harness) heldBack() {
+	h.t.Helper()
+	waitUntil(h.t, "creations are held back", func() bool { return h.p.Stats().NextCreateAttempt.After(h.clk.Now()) })
+}
+
+// afterBackoff moves the clock past the backoff that a failed creation
+// started, once the gate's timer is set, and waits until the actor has
+// opened the gate.
+func (h *harness) afterBackoff() {
+	h.t.Helper()
+	h.heldBack()
+	h.clk.Move(h.p.cfg.CreateBackoff.Max)
+	h.ev.wait(h.t, "retry", 1)
+}
+
+// deadlineCtx is a context with a deadline on the fake clock that never
+// ends by itself: the pool reads the deadline for its decisions, and the
+// test decides when (if ever) the wait ends.
+type deadlineCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
+
+// withDeadline returns a context whose deadline is d from the fake clock's
+// now.
+func (h *harness) withDeadline(d time.Duration) context.Context {
+	return deadlineCtx{Context: context.Background(), dl: h.clk.Now().Add(d)}
+}
+
+// takeAsync starts a Take with ctx and returns where its result arrives.
+func (h *harness) takeAsync(ctx context.Context) chan takeResult {
+	ch := make(chan takeResult, 1)
+	go func() {
+		hd, err := h.p.Take(ctx)
+		ch <- takeResult{hd, err}
+	}()
+	return ch
+}
+
+// result waits for a Take's result.
+func (h *harness) result(ch chan takeResult) takeResult {
+	h.t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		h.t.Fatalf("Take did not return; stats %+v", h.p.Stats())
+		return takeResult{}
+	}
+}
+
+// pending reports whether ch has no result yet.
+func pending(ch chan takeResult) bool { return len(ch) == 0 }

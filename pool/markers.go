@@ -26,8 +26,9 @@ package pool
 //   - The close marker (Pool.wake): once the pool is closed, it wakes the
 //     longest waiter, which returns ErrClosed and passes it on.
 //
-// No wake-up is lost. A caller counts itself in queued and then loads total;
-// the actor, freeing a slot, stores total and then loads queued (offerSlots).
+// No wake-up is lost. A caller counts itself in queued and then loads total
+// and capacity; the actor, freeing a slot or raising capacity, stores total
+// and capacity and then loads queued (offerSlots).
 // Either the actor sees the caller and offers it a slot, or the caller sees
 // the slot free and pokes the actor, whose offerSlots, run after every event,
 // then sees it. Likewise the close marker: callers count themselves in

@@ -63,6 +63,17 @@ type Pool[T any] struct {
 	// and the actor offers them the slots that free up. Written by them.
 	queued atomic.Int64
 
+	// capacity is how many slots callers may take now: the effective size
+	// (limit), plus one while back-pressure lets a probe grow it. Both are
+	// written by the actor (see creation.go).
+	capacity atomic.Int64
+	limit    atomic.Int64
+	// failure is the state of creations for callers and Stats: the last
+	// failure, and how many in a row; written by the actor.
+	failure atomic.Pointer[failureRecord]
+
+	overload overloadState // the overload policy's measurements; written by waiting callers
+
 	counters  counters
 	waitStats []waitStats // one per idle shard
 
@@ -108,6 +119,8 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	if fs, ok := f.(factory.Funcs[T]); ok { // a copy: its ValidateFunc cannot change
 		p.validate = fs.ValidateFunc // no interface call per Take and GiveBack, none at all when nil
 	}
+	p.capacity.Store(int64(cfg.MaxObjects))
+	p.limit.Store(int64(cfg.MaxObjects))
 	p.idle.init(cfg.MaxObjects)
 	p.waitStats = make([]waitStats, len(p.idle.shards))
 	_, p.sysClock = cfg.Clock.(SystemClock)

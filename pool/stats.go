@@ -40,13 +40,17 @@ func (r DestroyReason) String() string {
 // runs, so they may disagree by an object in flight; counters only grow.
 type Stats struct {
 	MaxObjects int
-	Total      int // objects alive, counting those being created and tested
-	Idle       int
-	InUse      int // held by callers
-	Creating   int
-	Testing    int // under Test, or under the AfterGiveBack hook
-	Waiting    int // callers waiting for an object
-	Queued     int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
+	// EffectiveMaxObjects is the most objects the pool makes now:
+	// MaxObjects, or fewer while back-pressure (Config.BackPressure) holds
+	// it down to the objects the server accepted.
+	EffectiveMaxObjects int
+	Total               int // objects alive, counting those being created and tested
+	Idle                int
+	InUse               int // held by callers
+	Creating            int
+	Testing             int // under Test, or under the AfterGiveBack hook
+	Waiting             int // callers waiting for an object
+	Queued              int // of those, the ones waiting for a give-back (bounded by MaxQueueSize), not for a creation of their own
 
 	Takes           uint64        // successful Takes and TryTakes
 	Waits           uint64        // Takes that had to wait
@@ -59,6 +63,18 @@ type Stats struct {
 	Destroys        DestroyCounts // objects destroyed, by reason
 	LeaksDetected   uint64        // lost Handles reclaimed
 	HeldTooLong     uint64        // Handles reported past Leak.HoldThreshold
+
+	// Creations while they fail (Config.CreateBackoff).
+	CreateFailuresInARow int       // 0 once a creation succeeds
+	NextCreateAttempt    time.Time // while creations are held back (on Config.Clock), else zero
+	LastCreateError      error     // the last creation failure, as the factory returned it (nil if none yet)
+	LastCreateErrorAt    time.Time
+	FailedFast           uint64 // Takes failed at once with a *CreateError: their deadline came before the next attempt, or a retry time was in force
+	BackPressureEvents   uint64 // creation errors Config.BackPressure recognised
+	Overloaded           uint64 // Takes failed fast by the overload policy (ErrOverloaded)
+	// MeanHold is the overload policy's measure of how long objects are
+	// held while callers wait for them (zero until measured).
+	MeanHold time.Duration
 
 	// WaitHistogram is how long Takes waited, including those served at once.
 	WaitHistogram Histogram
@@ -127,6 +143,7 @@ func (d DestroyCounts) String() string {
 // counters are the pool's cumulative counters; any goroutine may add.
 type counters struct {
 	queueFull, cancelled, acquireTimeout atomic.Uint64
+	failedFast, backPressure, overloaded atomic.Uint64
 	creates, createFailures, leaks, held atomic.Uint64
 	untaken                              atomic.Uint64 // idle entries popped by Take or TryTake but not handed out
 	destroys                             [numDestroyReasons]atomic.Uint64
@@ -142,20 +159,31 @@ func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
 	idle, shardTakes := p.idle.counts()
 	s := Stats{
-		MaxObjects:      p.cfg.MaxObjects,
-		Total:           int(p.total.Load()),
-		Idle:            idle + p.queuedEntries(),
-		Creating:        int(p.creating.Load()),
-		Testing:         int(p.testing.Load() + p.checking.Load()),
-		Waiting:         int(p.waiting.Load()),
-		Queued:          int(p.queued.Load()),
-		QueueFull:       c.queueFull.Load(),
-		CancelledWaits:  c.cancelled.Load(),
-		AcquireTimeouts: c.acquireTimeout.Load(),
-		Creates:         c.creates.Load(),
-		CreateFailures:  c.createFailures.Load(),
-		LeaksDetected:   c.leaks.Load(),
-		HeldTooLong:     c.held.Load(),
+		MaxObjects:          p.cfg.MaxObjects,
+		EffectiveMaxObjects: int(p.limit.Load()),
+		FailedFast:          c.failedFast.Load(),
+		BackPressureEvents:  c.backPressure.Load(),
+		Overloaded:          c.overloaded.Load(),
+		MeanHold:            time.Duration(p.overload.hold.Load()),
+		Total:               int(p.total.Load()),
+		Idle:                idle + p.queuedEntries(),
+		Creating:            int(p.creating.Load()),
+		Testing:             int(p.testing.Load() + p.checking.Load()),
+		Waiting:             int(p.waiting.Load()),
+		Queued:              int(p.queued.Load()),
+		QueueFull:           c.queueFull.Load(),
+		CancelledWaits:      c.cancelled.Load(),
+		AcquireTimeouts:     c.acquireTimeout.Load(),
+		Creates:             c.creates.Load(),
+		CreateFailures:      c.createFailures.Load(),
+		LeaksDetected:       c.leaks.Load(),
+		HeldTooLong:         c.held.Load(),
+	}
+	if f := p.failure.Load(); f != nil {
+		s.CreateFailuresInARow = f.failures
+		s.NextCreateAttempt = p.timeAt(f.retryAt)
+		s.LastCreateError = f.err
+		s.LastCreateErrorAt = p.timeAt(f.at)
 	}
 	for i := range s.Destroys.n {
 		s.Destroys.n[i] = c.destroys[i].Load()

@@ -16,33 +16,82 @@ import (
 // fails now and then, with ticks testing idle objects, then closes the pool
 // while they run. After every step it checks what can be observed: never
 // more than MaxObjects alive, no object held by two callers, every Take
-// returns; after Close, nothing is alive.
+// returns; after Close, nothing is alive. Each variant drives the pool
+// through other states: creations backing off after failures, paused by
+// errors carrying a retry time, held down by back-pressure, and each
+// overload policy.
 func TestStressInvariants(t *testing.T) {
+	const maxObjects = 4
+	fast := BackoffConfig{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}
+	for _, v := range []struct {
+		name   string
+		cfg    Config
+		failer func(call int64, live int64) error
+	}{
+		{"backoff", Config{CreateBackoff: fast}, everyFifth},
+		{"backoff-off", Config{CreateBackoff: BackoffConfig{Disabled: true}}, everyFifth},
+		{"retry-after", Config{CreateBackoff: fast}, func(call, _ int64) error {
+			if call%5 == 0 {
+				return &retryAfterErr{at: time.Now().Add(500 * time.Microsecond)}
+			}
+			return nil
+		}},
+		{"back-pressure", Config{CreateBackoff: fast, BackPressure: stressBackPressure}, func(call, live int64) error {
+			if live >= maxObjects-1 || call%7 == 0 { // the server takes 3 at most
+				return errServerFull
+			}
+			return nil
+		}},
+		{"codel", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 200 * time.Microsecond, Interval: time.Millisecond}}, everyFifth},
+		{"fifo", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadFIFO}}, everyFifth},
+	} {
+		t.Run(v.name, func(t *testing.T) { stressInvariants(t, maxObjects, v.cfg, v.failer) })
+	}
+}
+
+func everyFifth(call, _ int64) error {
+	if call%5 == 0 {
+		return errors.New("create failed")
+	}
+	return nil
+}
+
+var errServerFull = errors.New("server full")
+
+func stressBackPressure(err error) (time.Duration, bool) {
+	return time.Millisecond, errors.Is(err, errServerFull)
+}
+
+// retryAfterErr is an error carrying a retry time, as a breaker's
+// rejection does.
+type retryAfterErr struct{ at time.Time }
+
+func (e *retryAfterErr) Error() string         { return "rejected until " + e.at.String() }
+func (e *retryAfterErr) RetryAfter() time.Time { return e.at }
+
+func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call, live int64) error) {
 	const (
-		maxObjects = 4
-		workers    = 16
-		ops        = 2000
+		workers = 16
+		ops     = 2000
 	)
 	f := &fakeFactory{}
-	var createCalls atomic.Int64
 	f.testFn = func(o *fakeObj) error {
 		if o.id%7 == 0 {
 			return errors.New("test failed")
 		}
 		return nil
 	}
-	cf := &failingFactory{fakeFactory: f, calls: &createCalls}
-	p, err := New[*fakeObj](cf, Config{
-		MaxObjects:           maxObjects,
-		MinIdle:              1,
-		MaxQueueSize:         12,
-		MaxConcurrentCreates: 2,
-		AcquireTimeout:       1500 * time.Microsecond, // some waits end by the pool's bound, some by ctx
-		ValidationInterval:   time.Millisecond,        // real ticks: tests run concurrently with everything
-		MaxLifetime:          5 * time.Millisecond,
-		TestTimeout:          time.Second,
-		Logger:               slog.New(slog.DiscardHandler),
-	})
+	cf := &failingFactory{fakeFactory: f, fail: failer}
+	cfg.MaxObjects = maxObjects
+	cfg.MinIdle = 1
+	cfg.MaxQueueSize = 12
+	cfg.MaxConcurrentCreates = 2
+	cfg.AcquireTimeout = 1500 * time.Microsecond // some waits end by the pool's bound, some by ctx
+	cfg.ValidationInterval = time.Millisecond    // real ticks: tests run concurrently with everything
+	cfg.MaxLifetime = 5 * time.Millisecond
+	cfg.TestTimeout = time.Second
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	p, err := New[*fakeObj](cf, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +109,12 @@ func TestStressInvariants(t *testing.T) {
 					closeOnce.Do(func() { close(closed) })
 				}
 				stressStep(t, p, rng)
-				if live := f.live.Load(); live > maxObjects {
+				if live := f.live.Load(); live > int64(maxObjects) {
 					t.Errorf("%d objects alive, MaxObjects %d", live, maxObjects)
+					return
+				}
+				if s := p.Stats(); s.EffectiveMaxObjects < 0 || s.EffectiveMaxObjects > maxObjects || s.Total > maxObjects {
+					t.Errorf("stats out of bounds: effective max %d, total %d, MaxObjects %d", s.EffectiveMaxObjects, s.Total, maxObjects)
 					return
 				}
 			}
@@ -86,12 +139,12 @@ func TestStressInvariants(t *testing.T) {
 	if live := f.live.Load(); live != 0 {
 		t.Fatalf("%d objects alive after Close", live)
 	}
-	if m := f.maxLive.Load(); m > maxObjects {
+	if m := f.maxLive.Load(); m > int64(maxObjects) {
 		t.Fatalf("%d objects were alive at once, MaxObjects %d", m, maxObjects)
 	}
 	s := p.Stats()
-	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, destroys %v",
-		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.Destroys)
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
 }
 
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
@@ -111,7 +164,7 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 		var ce *CreateError
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce):
+			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded):
 		default:
 			t.Errorf("Take: unexpected error %v", err)
 		}
@@ -142,15 +195,17 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 	}
 }
 
-// failingFactory fails every fifth creation.
+// failingFactory fails the creations fail picks, by their number (from 1)
+// and the objects alive.
 type failingFactory struct {
 	*fakeFactory
-	calls *atomic.Int64
+	calls atomic.Int64
+	fail  func(call, live int64) error
 }
 
 func (f *failingFactory) Create(ctx context.Context) (*fakeObj, error) {
-	if f.calls.Add(1)%5 == 0 {
-		return nil, errors.New("create failed")
+	if err := f.fail(f.calls.Add(1), f.live.Load()); err != nil {
+		return nil, err
 	}
 	return f.fakeFactory.Create(ctx)
 }

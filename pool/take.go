@@ -9,14 +9,19 @@ import (
 )
 
 // Take returns an idle object that passes Validate; failing that it asks for
-// a new one when the pool is below MaxObjects, and otherwise waits in FIFO
-// order for an object to be given back. It fails at once with ctx's error
-// when ctx has already ended (whether or not an object is idle), with a
-// *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
-// MaxQueueSize callers already wait for a give-back, and with ErrClosed once
-// the pool is closed. While waiting it fails with ctx's error when ctx ends
-// (the object it may have caused to be created goes to the next caller) and
-// with a *CreateError when the creation it asked for fails.
+// a new one when the pool is below its effective size, and otherwise waits
+// in FIFO order for an object to be given back. It fails at once with ctx's
+// error when ctx has already ended (whether or not an object is idle), with
+// a *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
+// MaxQueueSize callers already wait for a give-back, with an
+// *OverloadError (errors.Is ErrOverloaded) when the overload policy finds
+// it cannot be served in time, with a *CreateError (FailedFast) when
+// creations fail and it cannot wait for the next attempt, and with
+// ErrClosed once the pool is closed. While waiting it fails with ctx's
+// error or an *AcquireTimeoutError when its wait ends (the object it may
+// have caused to be created goes to the next caller; while creations fail,
+// wrapped in a *WaitError naming the last failure) and with a *CreateError
+// when the creation it waited for fails.
 func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
 		return Handle[T]{}, err
@@ -25,7 +30,7 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 		if e.kind == kindSlot { // a free slot: make an object with it
 			return p.takeSlow(ctx, e)
 		}
-		h, err, ok := p.handOut(ctx, e)
+		h, err, ok := p.handOut(ctx, e, 0)
 		if ok && err == nil {
 			return h, nil
 		}
@@ -82,7 +87,7 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 			return Handle[T]{}, ErrNoIdleObject
 		}
 		if e != nil {
-			h, err, ok := p.handOut(context.Background(), e)
+			h, err, ok := p.handOut(context.Background(), e, 0)
 			if ok && err == nil {
 				return h, nil
 			}
@@ -95,7 +100,7 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 		if p.closed.Load() {
 			return Handle[T]{}, ErrClosed
 		}
-		if p.total.Load() < int64(p.cfg.MaxObjects) {
+		if p.total.Load() < p.capacity.Load() {
 			select {
 			case p.mailbox <- message[T]{kind: msgTake}:
 			default: // the actor is busy; a later TryTake asks again
@@ -108,7 +113,8 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 // handOut turns an entry received from idle into a Handle for the caller
 // whose context is ctx. ok is false when the entry failed Validate or was
 // rejected by BeforeHandOut, and was destroyed: the caller looks again.
-func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err error, ok bool) {
+// now is a clock reading, or 0 if the caller has none.
+func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle[T], err error, ok bool) {
 	if p.closed.Load() {
 		p.destroy(e, DestroyClosed)
 		return Handle[T]{}, ErrClosed, true
@@ -117,8 +123,7 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err er
 		p.destroy(e, DestroyInvalid)
 		return Handle[T]{}, nil, false
 	}
-	var now int64 // read only when a limit needs it
-	if e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0 {
+	if now == 0 && (e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0) { // read only when a limit needs it
 		now = p.clock()
 	}
 	if e.expiresAt != 0 && now >= e.expiresAt { // never hand out an expired object
@@ -173,9 +178,10 @@ func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
 // the outcome over through reply, after winning state from waiting to
 // delivered; the caller leaves by winning it from waiting to gone.
 type waiter[T any] struct {
-	state atomic.Int32
-	reply chan created[T] // buffered 1; receives exactly once if delivered
-	ctx   context.Context // the caller's: its values reach the creation; immutable
+	state    atomic.Int32
+	reply    chan created[T] // buffered 1; receives exactly once if delivered
+	ctx      context.Context // the caller's: its values reach the creation; immutable
+	deadline int64           // when the caller's wait ends (pool clock), by its context or AcquireTimeout; 0: never; immutable
 }
 
 const (
@@ -192,8 +198,8 @@ type created[T any] struct {
 	full bool
 }
 
-func newWaiter[T any](ctx context.Context) *waiter[T] {
-	return &waiter[T]{reply: make(chan created[T], 1), ctx: ctx}
+func newWaiter[T any](ctx context.Context, deadline int64) *waiter[T] {
+	return &waiter[T]{reply: make(chan created[T], 1), ctx: ctx, deadline: deadline}
 }
 
 // deliver hands r to w if w still waits; the actor calls it.
@@ -240,13 +246,23 @@ func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], erro
 		p.flushToQueue()
 	}
 	t := taker[T]{p: p, ctx: ctx, done: ctx.Done(), slot: slot != nil, start: p.clock()}
+	if dl, ok := ctx.Deadline(); ok {
+		t.deadline = p.clockOf(dl)
+		t.waitDeadline = t.deadline
+	}
 	if d := p.cfg.AcquireTimeout; d > 0 {
 		var stop func()
 		t.timeout, stop = p.startTimer(d)
 		defer stop()
+		if end := addSat(t.start, int64(d)); t.waitDeadline == 0 || end < t.waitDeadline {
+			t.waitDeadline = end
+		}
 	}
 	h, err := t.wait()
 	t.leave()
+	if t.stopShed != nil {
+		t.stopShed()
+	}
 	return h, err
 }
 
@@ -260,6 +276,20 @@ type taker[T any] struct {
 	w       *waiter[T]       // its request for a creation, while it has one
 	queued  bool             // counted in p.queued: waiting for a give-back
 	slot    bool             // holds a slot marker it has not used yet
+	full    bool             // the actor answered full: wait for a give-back, do not ask again
+
+	// Deadlines on the pool's clock (0: none): the context's, which bounds
+	// the work done with the object too, and the wait's (the context's or
+	// AcquireTimeout's, whichever comes first).
+	deadline, waitDeadline int64
+
+	// The overload policy's verdict (see overload.go): judged under
+	// overload, and CoDel's bound on the wait.
+	overloaded bool
+	ahead      int // callers queued before it when it joined them
+	shedAfter  time.Duration
+	shed       <-chan time.Time
+	stopShed   func()
 }
 
 func (t *taker[T]) wait() (Handle[T], error) {
@@ -274,7 +304,7 @@ func (t *taker[T]) wait() (Handle[T], error) {
 		var e *entry[T]
 		var r created[T]
 		replied := false
-		if t.w == nil && t.done == nil && t.timeout == nil {
+		if t.w == nil && t.done == nil && t.timeout == nil && t.shed == nil {
 			e = <-p.queue // nothing else can end this wait
 		} else {
 			var reply chan created[T]
@@ -289,18 +319,26 @@ func (t *taker[T]) wait() (Handle[T], error) {
 				return Handle[T]{}, t.cancelled()
 			case <-t.timeout:
 				return Handle[T]{}, t.timedOut()
+			case <-t.shed:
+				return Handle[T]{}, t.shedByCoDel()
 			}
 		}
 		if replied {
 			t.w = nil // answered: nothing to withdraw
 			switch {
 			case r.err != nil:
+				if ce, ok := r.err.(*CreateError); ok && ce.FailedFast {
+					p.counters.failedFast.Add(1)
+				}
 				return Handle[T]{}, r.err
 			case r.full:
-				continue // no slot after all: wait for a give-back
+				t.full = true // no slot after all: wait for a give-back
+				continue
 			}
-			h := p.lend(r.e, 0)
-			p.observeWait(t.start)
+			now := p.clock()
+			h := p.lend(r.e, now)
+			p.lentAt(r.e, h, now)
+			p.observeWait(t.start, now)
 			return h, nil
 		}
 		switch e.kind {
@@ -312,12 +350,18 @@ func (t *taker[T]) wait() (Handle[T], error) {
 			continue
 		}
 		t.leave() // served by a give-back: withdraw the rest
-		h, err, ok := p.handOut(t.ctx, e)
+		now := p.clock()
+		p.sampleHold(e, now)
+		if err := t.atTurn(e, now); err != nil {
+			return Handle[T]{}, err
+		}
+		h, err, ok := p.handOut(t.ctx, e, now)
 		if !ok {
 			continue // destroyed: look again
 		}
 		if err == nil {
-			p.observeWait(t.start)
+			p.lentAt(e, h, now)
+			p.observeWait(t.start, now)
 		}
 		return h, err
 	}
@@ -336,15 +380,15 @@ func (t *taker[T]) ask() error {
 			return nil
 		}
 		t.unqueue()
-		t.w = newWaiter[T](t.ctx)
+		t.w = newWaiter[T](t.ctx, t.waitDeadline)
 		p.mailbox <- message[T]{kind: msgTake, w: t.w, slot: true} // the slot keeps the actor running
 		return nil
 	}
 	if t.w != nil || t.queued {
 		return nil
 	}
-	if p.queued.Load() == 0 && p.total.Load() < int64(p.cfg.MaxObjects) {
-		w := newWaiter[T](t.ctx)
+	if !t.full && p.queued.Load() == 0 && p.total.Load() < p.capacity.Load() {
+		w := newWaiter[T](t.ctx, t.waitDeadline)
 		select {
 		case p.mailbox <- message[T]{kind: msgTake, w: w}:
 			t.w = w
@@ -357,14 +401,20 @@ func (t *taker[T]) ask() error {
 			return t.timedOut()
 		}
 	}
+	t.full = false
 	n := p.queued.Add(1)
 	t.queued = true
-	if max := p.cfg.MaxObjects; n > int64(p.cfg.MaxQueueSize) && p.total.Load() >= int64(max) {
+	if n > int64(p.cfg.MaxQueueSize) && p.total.Load() >= p.capacity.Load() {
 		t.unqueue()
 		p.counters.queueFull.Add(1)
-		return &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: max}
+		return &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: int(p.limit.Load())}
 	}
-	if p.total.Load() < int64(p.cfg.MaxObjects) {
+	if err := t.admit(int(n - 1)); err != nil {
+		t.unqueue()
+		p.counters.overloaded.Add(1)
+		return err
+	}
+	if p.total.Load() < p.capacity.Load() {
 		p.poke() // a slot freed meanwhile: see markers.go
 	}
 	return nil
@@ -373,20 +423,32 @@ func (t *taker[T]) ask() error {
 // cancelled counts and returns the end of a wait by the caller's context.
 func (t *taker[T]) cancelled() error {
 	t.p.counters.cancelled.Add(1)
-	return t.ctx.Err()
+	return t.p.whileFailing(t.ctx.Err())
 }
 
 // timedOut counts and returns the end of a wait by AcquireTimeout.
 func (t *taker[T]) timedOut() error {
 	p := t.p
 	p.counters.acquireTimeout.Add(1)
-	return &AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.cfg.MaxObjects, Waiting: int(p.waiting.Load())}
+	return p.whileFailing(&AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: int(p.limit.Load()), Waiting: int(p.waiting.Load())})
+}
+
+// whileFailing wraps err, the end of a wait, in a *WaitError naming the
+// last creation failure when creations are failing.
+func (p *Pool[T]) whileFailing(err error) error {
+	f := p.failure.Load()
+	if f == nil || f.failures == 0 {
+		return err
+	}
+	return &WaitError{Err: err, LastCreateErr: f.err, Failures: f.failures, RetryAt: p.timeAt(f.retryAt)}
 }
 
 func (t *taker[T]) unqueue() {
 	if t.queued {
 		t.queued = false
-		t.p.queued.Add(-1)
+		if t.p.queued.Add(-1) == 0 {
+			t.p.queueEmptied()
+		}
 	}
 }
 
@@ -415,10 +477,10 @@ func (p *Pool[T]) stopWaiting() {
 	p.wakeIfNeeded()
 }
 
-// observeWait counts a successful Take that had to wait since start (a
-// clock reading).
-func (p *Pool[T]) observeWait(start int64) {
-	d := time.Duration(p.clock() - start)
+// observeWait counts a successful Take that had to wait from start to now
+// (clock readings).
+func (p *Pool[T]) observeWait(start, now int64) {
+	d := time.Duration(now - start)
 	h := p.idle.getHint()
 	p.waitStats[h.i&p.idle.mask].observe(d)
 	p.idle.putHint(h)

@@ -186,6 +186,7 @@ func TestCreateFailureReachesTheWaitingCaller(t *testing.T) {
 		t.Fatalf("Take = %T, want *CreateError", err)
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.afterBackoff()
 	a := h.take() // the failed creation freed its slot
 	h.giveBack(a)
 	if s := h.p.Stats(); s.CreateFailures != 1 || s.Creates != 1 {
@@ -202,19 +203,34 @@ func TestCreateTimeoutBoundsCreation(t *testing.T) {
 	}
 }
 
+// Callers without a deadline each get the failure of the next attempt made
+// after they asked: a Take against a failing factory always ends.
 func TestEveryWaiterOfAFailingFactoryGetsAnError(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, MaxQueueSize: 50})
 	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("down") })
-	errs := make(chan error)
+	errs := make(chan error, 20)
 	for range 20 {
 		go func() {
 			_, err := h.p.Take(context.Background())
 			errs <- err
 		}()
 	}
-	for range 20 {
-		if err := <-errs; err == nil {
-			t.Fatal("Take succeeded against a failing factory")
+	for got := 0; got < 20; {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Fatal("Take succeeded against a failing factory")
+			}
+			got++
+			continue
+		default:
+		}
+		// Those still waiting wait for the next attempt: let it come.
+		waitUntil(t, "a failure arrives or creations are held back", func() bool {
+			return len(errs) > 0 || h.p.Stats().NextCreateAttempt.After(h.clk.Now())
+		})
+		if len(errs) == 0 {
+			h.clk.Move(h.p.cfg.CreateBackoff.Max)
 		}
 	}
 }

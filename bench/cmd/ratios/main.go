@@ -35,7 +35,7 @@ var baselines = []string{"puddle"}
 // infoUnits are shown as they are.
 var (
 	ratioUnits = []string{"ns/op", "p99-wait-ns"}
-	infoUnits  = []string{"allocs/op"}
+	infoUnits  = []string{"allocs/op", "ok/s", "late/s", "failed/s", "attempts/s", "lines/s"}
 )
 
 func main() {

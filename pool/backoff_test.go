@@ -1,0 +1,352 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// After a failure, 64 callers waiting for creations cause one attempt per
+// backoff delay, one at a time, not one each; callers that can wait keep
+// waiting.
+func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 10, AcquireTimeout: time.Hour})
+	boom := errors.New("connection refused")
+	h.f.set(func(f *fakeFactory) { f.createErr = boom })
+	results := make(chan takeResult, 64)
+	for range 64 {
+		go func() {
+			hd, err := h.p.Take(context.Background())
+			results <- takeResult{hd, err}
+		}()
+	}
+	waitUntil(t, "all 64 wait while creations are held back", func() bool {
+		s := h.p.Stats()
+		return s.Waiting == 64 && s.Creating == 0 && !s.NextCreateAttempt.IsZero()
+	})
+	burst := h.f.attempts.Load() // made before the first failure was known
+	if burst < 1 || burst > 10 {
+		t.Fatalf("%d attempts before the first failure, want 1 to MaxObjects", burst)
+	}
+	h.ev.wait(t, "created", int(burst))
+	s := h.p.Stats()
+	if d := s.NextCreateAttempt.Sub(h.clk.Now()); d < DefaultBackoffInitial/2 || d > DefaultBackoffInitial {
+		t.Fatalf("next attempt in %v, want within [Initial/2, Initial] = [%v, %v]", d, DefaultBackoffInitial/2, DefaultBackoffInitial)
+	}
+	if !errors.Is(s.LastCreateError, boom) || int64(s.CreateFailuresInARow) != burst {
+		t.Fatalf("stats: last error %v, %d in a row; want %v, %d", s.LastCreateError, s.CreateFailuresInARow, boom, burst)
+	}
+	for i := range 8 {
+		h.clk.Move(DefaultBackoffMax)
+		h.ev.wait(t, "retry", 1)
+		h.ev.wait(t, "created", 1) // the probe, failed
+		if got, want := h.f.attempts.Load(), burst+int64(i)+1; got != want {
+			t.Fatalf("after %d delays: %d attempts, want %d (one per delay)", i+1, got, want)
+		}
+	}
+	if len(results) != 0 {
+		t.Fatalf("a caller returned (%v) though its wait had an hour to go", (<-results).err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.Move(DefaultBackoffMax)
+	var held []Handle[*fakeObj]
+	for range 10 { // a success ends the backoff: the pool fills at once
+		res := h.result(results)
+		if res.err != nil {
+			t.Fatalf("Take after recovery: %v", res.err)
+		}
+		held = append(held, res.h)
+	}
+	if s := h.p.Stats(); s.CreateFailuresInARow != 0 || !s.NextCreateAttempt.IsZero() || !errors.Is(s.LastCreateError, boom) {
+		t.Fatalf("stats after recovery: %d in a row, next attempt %v, last error %v; want 0, none, the last failure kept",
+			s.CreateFailuresInARow, s.NextCreateAttempt, s.LastCreateError)
+	}
+	if n := h.f.attempts.Load(); n != burst+8+10 {
+		t.Fatalf("%d attempts, want %d: the burst, 8 probes, 10 successes", n, burst+8+10)
+	}
+	for range 54 { // the others are served by give-backs
+		h.giveBack(held[0])
+		res := h.result(results)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		held = append(held[1:], res.h)
+	}
+	for _, hd := range held {
+		h.giveBack(hd)
+	}
+}
+
+// slowBackoff holds creations for 1s after a failure (500ms to 1s drawn).
+var slowBackoff = BackoffConfig{Initial: time.Second, Max: time.Second}
+
+// failOnce makes the factory fail with err and has a Take see it (a Take
+// that cannot wait for another attempt).
+func (h *harness) failOnce(err error) {
+	h.t.Helper()
+	h.f.set(func(f *fakeFactory) { f.createErr = err })
+	if _, gotErr := h.p.Take(h.withDeadline(time.Millisecond)); !errors.Is(gotErr, err) {
+		h.t.Fatalf("Take = %v, want the factory's error", gotErr)
+	}
+}
+
+// While creations are held back, a caller whose deadline (its context's or
+// AcquireTimeout's) comes before the next attempt fails at once with the
+// last failure and when to retry, and causes no attempt.
+func TestCallerThatCannotWaitForTheNextAttemptFailsAtOnce(t *testing.T) {
+	boom := errors.New("connection refused")
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		ctx  func(h *harness) context.Context
+	}{
+		{"context deadline", Config{}, func(h *harness) context.Context { return h.withDeadline(400 * time.Millisecond) }},
+		{"acquire timeout", Config{AcquireTimeout: 400 * time.Millisecond}, func(*harness) context.Context { return context.Background() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.MaxObjects, c.cfg.CreateBackoff = 4, slowBackoff
+			h := newHarness(t, c.cfg)
+			h.failOnce(boom)
+			next := h.p.Stats().NextCreateAttempt // at least 500ms away
+			attempts := h.f.attempts.Load()
+			_, err := h.p.Take(c.ctx(h))
+			var ce *CreateError
+			if !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, boom) || ce.Failures != 1 {
+				t.Fatalf("Take = %v, want a *CreateError failed fast with the factory's error", err)
+			}
+			var ra interface{ RetryAfter() time.Time }
+			if !errors.As(err, &ra) || !ra.RetryAfter().Equal(next) {
+				t.Fatalf("RetryAfter = %v, want the next attempt %v", ra.RetryAfter(), next)
+			}
+			if !strings.Contains(err.Error(), "failed fast") || !strings.Contains(err.Error(), boom.Error()) {
+				t.Fatalf("error %q does not say it failed fast and why", err)
+			}
+			if h.f.attempts.Load() != attempts {
+				t.Fatal("a caller that failed fast caused an attempt")
+			}
+			if s := h.p.Stats(); s.FailedFast != 1 {
+				t.Fatalf("FailedFast = %d, want 1", s.FailedFast)
+			}
+		})
+	}
+}
+
+// A caller whose deadline comes after the next attempt waits for it, and is
+// served if it succeeds.
+func TestCallerThatCanWaitGetsTheNextAttempt(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+	h.failOnce(errors.New("connection refused"))
+	w := h.takeAsync(h.withDeadline(2 * time.Second))
+	waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.Move(time.Second)
+	r := h.result(w)
+	if r.err != nil {
+		t.Fatalf("Take after the next attempt = %v", r.err)
+	}
+	h.giveBack(r.h)
+}
+
+// A caller without any deadline gets the outcome of the next attempt: its
+// Take ends even though the factory keeps failing.
+func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+	boom := errors.New("connection refused")
+	h.failOnce(boom)
+	w := h.takeAsync(context.Background())
+	waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
+	if h.f.attempts.Load() != 1 {
+		t.Fatal("an attempt was made before the backoff ended")
+	}
+	h.clk.Move(time.Second)
+	r := h.result(w)
+	var ce *CreateError
+	if !errors.As(r.err, &ce) || ce.FailedFast || ce.Failures != 2 || !errors.Is(r.err, boom) {
+		t.Fatalf("Take = %v, want the second attempt's *CreateError", r.err)
+	}
+	if n := h.f.attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts, want 2", n)
+	}
+}
+
+// A wait ended by the caller's deadline while creations fail says which
+// bound ended it and names the last creation failure.
+func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: 3 * time.Second, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second}})
+	boom := errors.New("connection refused")
+	h.failOnce(boom)
+	gate := make(chan struct{})
+	h.f.set(func(f *fakeFactory) { f.gate = gate }) // the next attempt hangs
+	ctx, cancel := context.WithCancel(context.Background())
+	timed, cancelled := h.takeAsync(context.Background()), h.takeAsync(ctx)
+	waitUntil(t, "both wait", func() bool { return h.p.Stats().Waiting == 2 })
+	h.clk.Move(time.Second) // the probe starts, for the first in line, and hangs
+	h.ev.wait(t, "retry", 1)
+	cancel()
+	r := h.result(cancelled)
+	var we *WaitError
+	if !errors.As(r.err, &we) || !errors.Is(r.err, context.Canceled) || !errors.Is(r.err, boom) || we.Failures != 1 {
+		t.Fatalf("cancelled Take = %v, want a *WaitError with context.Canceled and the last failure", r.err)
+	}
+	var ce *CreateError
+	if errors.As(r.err, &ce) {
+		t.Fatal("a wait ended by its context must not look like a failed creation")
+	}
+	h.clk.Move(2 * time.Second) // AcquireTimeout
+	r = h.result(timed)
+	if !errors.As(r.err, &we) || !errors.Is(r.err, ErrAcquireTimeout) || !errors.Is(r.err, boom) || !we.Timeout() {
+		t.Fatalf("timed-out Take = %v, want a *WaitError with ErrAcquireTimeout and the last failure", r.err)
+	}
+	if !strings.Contains(r.err.Error(), "AcquireTimeout") || !strings.Contains(r.err.Error(), boom.Error()) {
+		t.Fatalf("error %q does not name both", r.err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	close(gate)
+}
+
+// While failing, at most one attempt is in flight, however many callers
+// wait.
+func TestOneAttemptInFlightWhileFailing(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 8, CreateBackoff: slowBackoff})
+	h.failOnce(errors.New("connection refused"))
+	gate := make(chan struct{})
+	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, nil })
+	var results []chan takeResult
+	for range 6 {
+		results = append(results, h.takeAsync(context.Background()))
+	}
+	waitUntil(t, "all wait", func() bool { return h.p.Stats().Waiting == 6 })
+	h.clk.Move(time.Second)
+	h.ev.wait(t, "retry", 1)
+	waitUntil(t, "the probe is made", func() bool { return h.f.attempts.Load() == 2 })
+	more := h.takeAsync(context.Background())
+	waitUntil(t, "the newcomer waits", func() bool { return h.p.Stats().Waiting == 7 })
+	if s := h.p.Stats(); s.Creating != 1 || h.f.attempts.Load() != 2 {
+		t.Fatalf("%d creating, %d attempts; want the probe alone in flight", s.Creating, h.f.attempts.Load())
+	}
+	close(gate) // the probe succeeds: the others start at once
+	var held []Handle[*fakeObj]
+	for _, r := range append(results, more) {
+		res := h.result(r)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		held = append(held, res.h)
+	}
+	for _, hd := range held {
+		h.giveBack(hd)
+	}
+}
+
+// A Create error carrying a retry time (a breaker's rejection) fails every
+// caller waiting for a creation with it, Takes that need a creation fail
+// fast with it until then, and no attempt is made before it.
+func TestRetryAfterErrorFailsTheWaitersAndHoldsCreations(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 4, MaxConcurrentCreates: 1, AcquireTimeout: time.Hour})
+	gate := make(chan struct{})
+	until := h.clk.Now().Add(5 * time.Second)
+	rejected := &retryAfterErr{at: until}
+	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, rejected })
+	var results []chan takeResult
+	for range 3 { // one creation in flight, two pending behind MaxConcurrentCreates
+		results = append(results, h.takeAsync(context.Background()))
+	}
+	waitUntil(t, "all wait", func() bool { return h.p.Stats().Waiting == 3 })
+	close(gate)
+	for i, r := range results {
+		res := h.result(r)
+		var ce *CreateError
+		if !errors.As(res.err, &ce) || !errors.Is(res.err, rejected) || !ce.RetryAfter().Equal(until) {
+			t.Fatalf("caller %d: Take = %v, want a *CreateError with the rejection and its retry time", i, res.err)
+		}
+	}
+	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = nil, nil })
+	attempts := h.f.attempts.Load()
+	_, err := h.p.Take(context.Background())
+	var ce *CreateError
+	if !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, rejected) {
+		t.Fatalf("Take during the pause = %v, want the rejection, failed fast", err)
+	}
+	if h.f.attempts.Load() != attempts {
+		t.Fatal("an attempt was made before the retry time")
+	}
+	h.clk.Move(5 * time.Second)
+	h.ev.wait(t, "retry", 1)
+	h.giveBack(h.take())
+}
+
+// IgnoreRetryAfter treats such an error as any other failure.
+func TestIgnoreRetryAfter(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{IgnoreRetryAfter: true}})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(time.Hour)}
+	h.failOnce(rejected)
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.afterBackoff() // a second at most, not an hour
+	h.giveBack(h.take())
+}
+
+// With CreateBackoff.Disabled, each failure goes to its caller and the next
+// caller's creation is tried at once, as before.
+func TestBackoffDisabled(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{Disabled: true}})
+	boom := errors.New("connection refused")
+	for i := range 3 {
+		h.failOnce(boom)
+		if n := h.f.attempts.Load(); n != int64(i+1) {
+			t.Fatalf("%d attempts after %d Takes", n, i+1)
+		}
+	}
+	if s := h.p.Stats(); s.CreateFailuresInARow != 3 || !s.NextCreateAttempt.IsZero() {
+		t.Fatalf("stats: %d in a row, next attempt %v; want 3, none", s.CreateFailuresInARow, s.NextCreateAttempt)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.giveBack(h.take())
+}
+
+// Failures are logged at a bounded rate: the first at once, then one line
+// per LogInterval with the count of failures it stands for, and the
+// recovery.
+func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
+	w := h.takeAsync(context.Background())
+	h.ev.wait(t, "created", 1)
+	const failures = 30
+	for range failures - 1 { // about one attempt a second
+		h.heldBack()
+		h.clk.Move(time.Second)
+		h.ev.wait(t, "created", 1)
+	}
+	if n := h.f.attempts.Load(); n != failures {
+		t.Fatalf("%d attempts, want %d", n, failures)
+	}
+	lines := strings.Count(h.log.String(), "create failed")
+	if lines < 2 || lines > 4 { // the first at once, then one each 10s of the 15-30s
+		t.Fatalf("%d lines for %d failures over about %d s, want 2 to 4:\n%s", lines, failures, failures, h.log.String())
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.Move(10 * time.Second)
+	r := h.result(w)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	h.giveBack(r.h)
+	h.clk.Advance(t, time.Second) // a tick reports what no line has
+	var counted int
+	for line := range strings.Lines(h.log.String()) {
+		var n int
+		if i := strings.Index(line, " failures="); i >= 0 {
+			fmt.Sscan(line[i+len(" failures="):], &n)
+		}
+		counted += n
+	}
+	if counted != failures {
+		t.Fatalf("the lines count %d failures, want %d:\n%s", counted, failures, h.log.String())
+	}
+	if !strings.Contains(h.log.String(), "recovered=true") {
+		t.Fatalf("no line says creations recovered:\n%s", h.log.String())
+	}
+}
