@@ -138,8 +138,12 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T]) (h Handle[T], err er
 }
 
 // beforeHandOut runs the BeforeHandOut hook on e with the caller's context,
-// bounded by TestTimeout.
+// bounded by TestTimeout: a context that cannot end gets a shared bound,
+// which costs no timer (handOutBound).
 func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
+	if ctx.Done() == nil {
+		return p.hooks.BeforeHandOut(p.handOutBound(ctx), e.obj)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
 	defer cancel()
 	return p.hooks.BeforeHandOut(ctx, e.obj)
