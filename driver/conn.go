@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -15,8 +16,9 @@ import (
 // when database/sql puts it in its idle list (IsValid), the real connection
 // goes back to respool's pool and the conn keeps nothing but its shell;
 // when database/sql takes it again (ResetSession), it takes a connection
-// from the pool (Connector.take: bounded by the caller's context, subject to
-// the pool's queue, and checked by the real driver's ResetSession). So
+// from the pool (bounded by the caller's context, subject to the pool's
+// queue, and checked by the real driver's ResetSession: see
+// physFactory.beforeHandOut). So
 // database/sql's idle list holds no connection, and respool's pool alone
 // decides how many exist, how long they idle, who waits and who leaked.
 //
@@ -118,24 +120,24 @@ func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 // that database/sql drops the shell and ends with Connector.Connect, which
 // returns the pool's own error to the caller.
 func (c *conn) attach(ctx context.Context) error {
-	h, pc, err := c.c.take(ctx)
+	h, err := c.c.pool.Take(ctx)
 	if err != nil {
 		return driver.ErrBadConn
 	}
-	c.setAttached(h, pc)
+	c.setAttached(h)
 	return nil
 }
 
-func (c *conn) setAttached(h pool.Handle[driver.Conn], pc *physConn) {
+func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
+	pc := h.Value().(*physConn)
 	c.h, c.pc, c.inner = h, pc, pc.Conn
 	pc.shell.Store(c)
 }
 
 // release gives the attached connection back to the pool, or discards it
-// when it is broken. GiveBack
-// validates it too (driver.Validator). Nothing here waits on the network:
-// the real driver's ResetSession runs when the connection is next taken
-// (Connector.take). The conn is then a detached shell. If rows still hold
+// when it is broken. GiveBack validates it too (driver.Validator). Nothing
+// here waits on the network: the real driver's ResetSession runs when the
+// connection is next taken (physFactory.beforeHandOut). The conn is then a detached shell. If rows still hold
 // the Handle (not done through database/sql), they give it back as they
 // close.
 func (c *conn) release() error {
@@ -297,10 +299,11 @@ func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
 }
 
 // ResetSession is called by database/sql before it reuses an idle conn: the
-// conn takes a connection from the pool, which the real driver's
-// ResetSession checks (Connector.take). On an attached conn (not reached
-// through database/sql, which detaches a conn as it goes idle) it asks the
-// real connection whether its session can be reused.
+// conn takes a connection from the pool, which checks it with the real
+// driver's ResetSession (physFactory.beforeHandOut). On an attached conn
+// (not reached through database/sql, which detaches a conn as it goes idle)
+// it asks the real connection whether its session can be reused, within
+// the pool's TestTimeout.
 func (c *conn) ResetSession(ctx context.Context) error {
 	locked := c.lock()
 	defer c.unlock(locked)
@@ -312,7 +315,9 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	case c.broken:
 		return driver.ErrBadConn
 	}
-	if err := c.c.reset(ctx, c.pc); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, c.c.testTimeout)
+	defer cancel()
+	if err := factory.ResetSession(ctx, c.inner); err != nil {
 		c.broken = true
 		return driver.ErrBadConn
 	}

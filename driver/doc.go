@@ -23,13 +23,16 @@
 //
 // # Reuse and give-back
 //
-// A connection taken for reuse is checked first, with the caller's context,
-// by the real driver's ResetSession (pgx pings a connection that idled and
-// refuses one left inside a transaction; go-sql-driver/mysql notices a
-// connection the server closed); one it refuses is closed and another taken,
-// so that sessions the server ended (a restart, pg_terminate_backend, KILL,
-// an idle timeout) fail no query. The check ends with the caller's context,
-// or after the pool's TestTimeout when that context cannot end. Giving a
+// A connection taken from the pool's idle connections (whether used before
+// or made by the pool on its own, for MinIdle) is checked first, with the
+// caller's context, by the real driver's ResetSession (pgx pings a
+// connection that idled and refuses one left inside a transaction;
+// go-sql-driver/mysql notices a connection the server closed); one it
+// refuses is closed and the pool looks for another, so that sessions the
+// server ended (a restart, pg_terminate_backend, KILL, an idle timeout) fail
+// no query. The pool runs the check as its factory.Hooks.BeforeHandOut: it
+// ends with the caller's context or after the pool's TestTimeout, whichever
+// comes first. A connection made for the caller is not checked. Giving a
 // connection back does no I/O, so it cannot hang on a network that stopped.
 //
 // sql.DB.Close returns at once, as it does with the plain drivers: idle

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,67 @@ func TestBeforeHandOutBoundAllocatesNothingForAContextThatCannotEnd(t *testing.T
 	case <-time.After(time.Minute):
 		t.Fatal("the shared bound did not end with Close")
 	}
+}
+
+// When BeforeHandOut rejects every idle object (a server that ended every
+// idle session), one Take goes through them all and then makes one object:
+// it does not ask for creations while idle objects are still to be checked.
+// The caller is slowed after each rejection until the rejected object is
+// destroyed and its slot free (as a check that goes to the network gives it
+// time to be), and creations wait until every object has been checked.
+func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
+	const n = 3
+	var rejectAll atomic.Bool
+	var rejected atomic.Int64
+	gate := make(chan struct{})
+	h := newHookedHarness(t, Config{MaxObjects: n}, factory.Hooks[*fakeObj]{
+		BeforeHandOut: func(context.Context, *fakeObj) error {
+			if !rejectAll.Load() {
+				return nil
+			}
+			if rejected.Add(1) == n {
+				close(gate)
+			}
+			return errors.New("terminating connection due to administrator command")
+		},
+	})
+	var held []Handle[*fakeObj]
+	for range n {
+		held = append(held, h.take())
+	}
+	for _, o := range held {
+		h.giveBack(o)
+	}
+	h.f.set(func(f *fakeFactory) { f.gate = gate })
+	rejectAll.Store(true)
+	// The pool reads ctx.Err after a rejection: wait there until the pool
+	// has taken the rejected objects off its count.
+	ctx := errHookCtx{Context: context.Background(), onErr: func() {
+		for s := h.p.Stats(); s.Total-s.Creating > n-int(rejected.Load()); s = h.p.Stats() {
+			runtime.Gosched()
+		}
+	}}
+	o, err := h.p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.giveBack(o)
+	waitUntil(t, "the rejected objects are destroyed", func() bool {
+		s := h.p.Stats()
+		return s.Destroyed(DestroyRejected) == n && s.Creating == 0 && s.Total == s.Idle
+	})
+	if s := h.p.Stats(); s.Creates != n+1 || s.Total != 1 {
+		t.Fatalf("stats = %+v; want %d creations (one after the %d rejections) and 1 object", s, n+1, n)
+	}
+}
+
+// errHookCtx is a context that cannot end whose Err calls onErr first.
+type errHookCtx struct {
+	context.Context
+	onErr func()
+}
+
+func (c errHookCtx) Err() error {
+	c.onErr()
+	return nil
 }

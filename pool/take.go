@@ -21,7 +21,10 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
 		return Handle[T]{}, err
 	}
-	if e := p.takeIdle(); e != nil {
+	// An idle object that fails its checks is destroyed and the next one
+	// tried, so that a set of dead idle objects costs one creation, not one
+	// per object asked for while the others wait in queue.
+	for e := p.takeIdle(); e != nil; e = p.takeIdle() {
 		if e.kind == kindSlot { // a free slot: make an object with it
 			return p.takeSlow(ctx, e)
 		}
