@@ -37,6 +37,9 @@ type conn struct {
 	inner  driver.Conn              // pc's real connection; nil while detached
 	broken bool                     // the attached connection failed with driver.ErrBadConn
 	closed bool
+	// takeErr is why the last take (ResetSession) gave the detached conn no
+	// connection: its calls return it (see attach).
+	takeErr error
 
 	// lent is set while rows hold the Handle; written under mu. Once the
 	// connection is reclaimed it stays set, so that every call takes mu and
@@ -91,6 +94,8 @@ func (c *conn) ready() error {
 	switch {
 	case c.reclaimed:
 		return errReclaimed
+	case c.inner == nil && c.takeErr != nil:
+		return c.takeErr
 	case c.inner == nil:
 		return errDetached
 	}
@@ -115,17 +120,23 @@ func (c *conn) check(err error) error {
 
 func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 
-// attach takes a connection from the pool. A refusal (queue full, context
-// ended, pool closed, creation failed) is reported as driver.ErrBadConn, so
-// that database/sql drops the shell and ends with Connector.Connect, which
-// returns the pool's own error to the caller.
-func (c *conn) attach(ctx context.Context) error {
+// attach takes a connection from the pool for database/sql reusing the
+// shell. A failed take (queue full, AcquireTimeout, context ended, pool
+// closed, creation failed) is kept in takeErr, and the call database/sql
+// then makes on the shell returns it to the caller: database/sql ignores an
+// error of ResetSession other than driver.ErrBadConn, and on that one it
+// would retry twice more, each retry waiting again (three AcquireTimeouts
+// for one query). So a query waits once, and its caller gets the pool's
+// error (or the real driver's, when making a connection failed), as
+// Connector.Connect returns it.
+func (c *conn) attach(ctx context.Context) {
 	h, err := c.c.pool.Take(ctx)
 	if err != nil {
-		return driver.ErrBadConn
+		c.takeErr = takeError(err)
+		return
 	}
+	c.takeErr = nil
 	c.setAttached(h)
-	return nil
 }
 
 func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
@@ -292,6 +303,9 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
+	if c.inner == nil && c.takeErr != nil {
+		return c.takeErr // the first call database/sql makes with arguments
+	}
 	if nc, ok := c.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)
 	}
@@ -311,7 +325,8 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	case c.reclaimed:
 		return errReclaimed
 	case c.inner == nil:
-		return c.attach(ctx)
+		c.attach(ctx)
+		return nil // a failed take is the error of the shell's next call (see attach)
 	case c.broken:
 		return driver.ErrBadConn
 	}

@@ -30,6 +30,7 @@ import (
 //	respool_max_lifetime            Pool.MaxLifetime           duration ≥ 0
 //	respool_max_lifetime_jitter     Pool.MaxLifetimeJitter     duration ≥ 0
 //	respool_max_queue               Pool.MaxQueueSize          integer ≥ 1
+//	respool_acquire_timeout         Pool.AcquireTimeout        duration ≥ 0
 //	respool_max_concurrent_creates  Pool.MaxConcurrentCreates  integer ≥ 1
 //	respool_create_timeout          Pool.CreateTimeout         duration > 0
 //	respool_test_timeout            Pool.TestTimeout           duration > 0

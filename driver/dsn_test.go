@@ -358,6 +358,8 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_max_lifetime_jitter=1m", Config{Pool: pool.Config{MaxLifetimeJitter: time.Minute}}},
 		{"respool_max_queue=1", Config{Pool: pool.Config{MaxQueueSize: 1}}},
 		{"respool_max_concurrent_creates=2", Config{Pool: pool.Config{MaxConcurrentCreates: 2}}},
+		{"respool_acquire_timeout=2s", Config{Pool: pool.Config{AcquireTimeout: 2 * time.Second}}},
+		{"respool_acquire_timeout=0", Config{}},
 		{"respool_create_timeout=3s", Config{Pool: pool.Config{CreateTimeout: 3 * time.Second}}},
 		{"respool_test_timeout=500ms", Config{Pool: pool.Config{TestTimeout: 500 * time.Millisecond}}},
 		{"respool_validation_interval=1m", Config{Pool: pool.Config{ValidationInterval: time.Minute}}},
@@ -419,6 +421,8 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_max_lifetime_jitter=1x", "respool_max_lifetime_jitter", "1x", "a duration ≥ 0"},
 	{"postgres://h/db?respool_max_queue=0", "respool_max_queue", "0", "an integer ≥ 1"},
 	{"postgres://h/db?respool_max_concurrent_creates=none", "respool_max_concurrent_creates", "none", "an integer ≥ 1"},
+	{"postgres://h/db?respool_acquire_timeout=-1s", "respool_acquire_timeout", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_acquire_timeout=2", "respool_acquire_timeout", "2", "a duration ≥ 0"},
 	{"postgres://h/db?respool_create_timeout=0s", "respool_create_timeout", "0s", "a duration > 0"},
 	{"postgres://h/db?respool_test_timeout=-1s", "respool_test_timeout", "-1s", "a duration > 0"},
 	{"postgres://h/db?respool_validation_interval=soon", "respool_validation_interval", "soon", "a duration > 0"},
@@ -594,13 +598,13 @@ func TestFormatDSN(t *testing.T) {
 			cfg: Config{DriverName: "pgx", DSN: "postgres://u:p@h/db?sslmode=disable", TestQuery: "SELECT 1",
 				Pool: pool.Config{
 					MaxObjects: 10, MinIdle: 2, MaxIdle: -1, MaxLifetime: time.Hour, MaxLifetimeJitter: time.Minute,
-					MaxQueueSize: 100, MaxConcurrentCreates: 3, CreateTimeout: 2 * time.Second,
+					MaxQueueSize: 100, AcquireTimeout: 3 * time.Second, MaxConcurrentCreates: 3, CreateTimeout: 2 * time.Second,
 					TestTimeout: time.Second, ValidationInterval: 15 * time.Second,
 					Leak: leak.Config{Disabled: true, CaptureStack: true, HoldThreshold: 90 * time.Second},
 				}},
 			want: "postgres://u:p@h/db?sslmode=disable&respool_max_conns=10&respool_min_idle=2" +
 				"&respool_max_idle_time=none&respool_max_lifetime=1h0m0s&respool_max_lifetime_jitter=1m0s" +
-				"&respool_max_queue=100&respool_max_concurrent_creates=3&respool_create_timeout=2s" +
+				"&respool_max_queue=100&respool_acquire_timeout=3s&respool_max_concurrent_creates=3&respool_create_timeout=2s" +
 				"&respool_test_timeout=1s&respool_validation_interval=15s&respool_test_query=SELECT%201" +
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
 		},
