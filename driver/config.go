@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
 	"io"
@@ -33,6 +34,47 @@ type Config struct {
 	Pool pool.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
+	// InitSQL are statements run in order, each on its own, on every new
+	// connection before its first use (respool_init_sql, given once per
+	// statement), such as "SET application_name = 'orders'" or
+	// "SET search_path TO app, public". A statement that fails fails the
+	// creation: the caller gets the server's error (errors.As finds the
+	// real driver's type) and the connection is closed. A value holding
+	// several statements is sent as one: pgx runs them all (one without
+	// arguments goes by the simple protocol); go-sql-driver/mysql only with
+	// its multiStatements parameter.
+	InitSQL []string
+
+	// The hooks below are respool's factory.Hooks for database/sql, in the
+	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
+	// *stdlib.Conn, whose Conn method gives the *pgx.Conn), and is bounded by
+	// a timeout of the pool; AfterConnect and BeforeAcquire get a context
+	// with the values of the context of the caller whose query needs the
+	// connection. Their errors are treated as a failed creation's: the
+	// connection is closed, and the error (its password redacted) is logged
+	// as "connection refused", or, for AfterConnect, returned to the caller
+	// (logged as "create failed" when no caller waits for it).
+
+	// AfterConnect prepares every new connection, after InitSQL, within
+	// the creation: under Pool.CreateTimeout, which the pool enforces. An
+	// error fails the creation: the caller whose query asked for the
+	// connection gets it, as it would the real driver's connection error.
+	AfterConnect func(ctx context.Context, conn driver.Conn) error
+	// BeforeAcquire checks a connection taken from idle before it is handed
+	// to the caller, after the real driver's ResetSession passed it: in the
+	// caller's goroutine, with the caller's context bounded by
+	// Pool.TestTimeout (a hook that ignores its context is not cut short).
+	// An error rejects the connection: it is closed, and the pool takes
+	// another or makes a new one, which is not checked (AfterConnect has
+	// just prepared it).
+	BeforeAcquire func(ctx context.Context, conn driver.Conn) error
+	// AfterRelease runs after database/sql is done with a connection, in
+	// the background, before the connection is idle again: bounded by
+	// Pool.TestTimeout, which the pool enforces, and by Close. An error, or
+	// running past the timeout, discards the connection. It costs a
+	// goroutine per give-back; nil costs nothing.
+	AfterRelease func(ctx context.Context, conn driver.Conn) error
+
 	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
 	// for connections still in use to come back and be closed. Zero means
 	// no wait: Close returns at once and they are closed as they come back.
@@ -46,8 +88,8 @@ type Config struct {
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields); or a pool configuration that
-// pool.Config.Validate refuses.
+// belong in the Config's fields); an empty InitSQL statement; or a pool
+// configuration that pool.Config.Validate refuses.
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
 // configuration, errors.As finds the *pool.ConfigError naming the field.
@@ -67,6 +109,11 @@ func (c *Config) Validate() error {
 	if _, params, err := dsnSplit(c.DSN, dsnFormOf(c.DSN)); err == nil && params != nil {
 		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
 			ErrInvalidConfig, quoteForError(params[0].key))
+	}
+	for i, q := range c.InitSQL {
+		if strings.TrimSpace(q) == "" {
+			return fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
+		}
 	}
 	if err := c.Pool.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

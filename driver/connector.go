@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/respool/respool/factory"
@@ -63,7 +64,15 @@ func NewConnector(cfg Config) (*Connector, error) {
 		pc.Leak.HoldThreshold = DefaultHoldThreshold
 	}
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
-	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts}
+	hooks := &connHooks{
+		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,
+		beforeAcquire: cfg.BeforeAcquire, afterRelease: cfg.AfterRelease,
+		secrets: secretsOf(cfg.DSN), logger: pc.Logger, poolName: pc.Name,
+	}
+	if hooks.logger == nil {
+		hooks.logger = slog.Default() // as the pool's
+	}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks}
 	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
 		return nil, err
 	}

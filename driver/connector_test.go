@@ -831,6 +831,7 @@ func TestNewConnectorRefusesBadConfig(t *testing.T) {
 		{DriverName: "sqlmock", Connector: &refusingConnector{}},
 		{DriverName: DriverName},
 		{DriverName: "sqlmock", Pool: pool.Config{MaxObjects: -1}},
+		{DriverName: "sqlmock", InitSQL: []string{"SET a", " "}},
 	} {
 		if c, err := NewConnector(cfg); !errors.Is(err, ErrInvalidConfig) {
 			if c != nil {

@@ -21,6 +21,7 @@ const (
 	dsnDuration
 	dsnBool
 	dsnString
+	dsnStrings // a list: the key may be given more than once, each value appended
 )
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -34,7 +35,7 @@ type dsnKey struct {
 	none     bool   // dsnDuration: "none" is accepted and stored as -1 (no limit)
 	invert   bool   // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool or *string according to kind.
+	// *bool, *string or *[]string according to kind.
 	field func(c *Config) any
 }
 
@@ -42,6 +43,7 @@ const (
 	dsnKeyDriver  = "respool_driver"
 	dsnKeyName    = "respool_name"
 	dsnKeyMinIdle = "respool_min_idle"
+	dsnKeyInitSQL = "respool_init_sql"
 )
 
 // dsnKeys lists every respool key in canonical order, the order in which
@@ -84,6 +86,9 @@ var dsnKeys = []dsnKey{
 		field:    func(c *Config) any { return &c.Pool.ValidationInterval }},
 	{name: "respool_test_query", kind: dsnString, accepted: "a string",
 		field: func(c *Config) any { return &c.TestQuery }},
+	{name: dsnKeyInitSQL, kind: dsnStrings,
+		accepted: "one SQL statement, not empty (give the key once per statement)",
+		field:    func(c *Config) any { return &c.InitSQL }},
 	{name: "respool_leak_detection", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.Leak.Disabled }},
@@ -146,12 +151,29 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			return false
 		}
 		*p = v
+	case *[]string:
+		if strings.TrimSpace(v) == "" {
+			return false
+		}
+		*p = append(*p, v)
 	}
 	return true
 }
 
+// formatAll returns the values FormatDSN writes for c's field, one pair
+// each: none when the field has its zero value.
+func (k *dsnKey) formatAll(c *Config) []string {
+	if p, ok := k.field(c).(*[]string); ok {
+		return *p
+	}
+	if v := k.format(c); v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
 // format returns the value FormatDSN writes for c's field, or "" when the
-// field has its zero value.
+// field has its zero value. A list is formatted by formatAll.
 func (k *dsnKey) format(c *Config) string {
 	switch p := k.field(c).(type) {
 	case *int:
@@ -189,6 +211,8 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 		return slog.BoolValue(*p != k.invert), *p
 	case *string:
 		return slog.StringValue(*p), *p != ""
+	case *[]string:
+		return slog.AnyValue(*p), len(*p) > 0
 	}
 	return slog.Value{}, false
 }

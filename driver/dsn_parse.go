@@ -36,6 +36,7 @@ import (
 //	respool_test_timeout            Pool.TestTimeout           duration > 0
 //	respool_validation_interval     Pool.ValidationInterval    duration > 0
 //	respool_test_query              TestQuery                  string
+//	respool_init_sql                InitSQL                    SQL statement; once per statement
 //	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
 //	respool_leak_threshold          Pool.Leak.HoldThreshold    duration ≥ 0
@@ -72,8 +73,9 @@ import (
 //
 // Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
-// the closest key for an unknown one. A key given twice is an error. Errors
-// never hold the DSN or its password.
+// the closest key for an unknown one. A key given twice is an error, but
+// respool_init_sql, which is given once per statement. Errors never hold
+// the DSN or its password.
 func ParseDSN(dsn string) (*Config, error) {
 	form := dsnFormOf(dsn)
 	rest, params, err := dsnSplit(dsn, form)
@@ -89,7 +91,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		if k == nil {
 			return nil, &DSNError{Key: p.key, Suggestion: dsnSuggest(p.key)}
 		}
-		if seen[k.name] {
+		if seen[k.name] && k.kind != dsnStrings {
 			return nil, &DSNError{Key: p.key, Value: p.value, Duplicate: true}
 		}
 		seen[k.name] = true

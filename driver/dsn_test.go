@@ -373,6 +373,9 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_leak_threshold=30s", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: 30 * time.Second}}}},
 		{"respool_leak_threshold=0s", Config{}},
 		{"respool_test_query=SELECT%201", Config{TestQuery: "SELECT 1"}},
+		{"respool_init_sql=SET%20a%20%3D%201", Config{InitSQL: []string{"SET a = 1"}}},
+		{"respool_init_sql=SET%20a&respool_max_conns=2&respool_init_sql=SET%20b",
+			Config{InitSQL: []string{"SET a", "SET b"}, Pool: pool.Config{MaxObjects: 2}}},
 		{"respool_test_query=", Config{}},
 		{"respool_test_query", Config{}},
 		{"respool_max_idle_time=1%6D", Config{Pool: pool.Config{MaxIdle: time.Minute}}},
@@ -429,6 +432,8 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_leak_detection=yes", "respool_leak_detection", "yes", "true, false, on, off, 1 or 0"},
 	{"postgres://h/db?respool_leak_stack=", "respool_leak_stack", "", "true, false, on, off, 1 or 0"},
 	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_init_sql=", "respool_init_sql", "", "one SQL statement, not empty"},
+	{"postgres://h/db?respool_init_sql=SET%20a&respool_init_sql=%20", "respool_init_sql", " ", "one SQL statement"},
 	{"postgres://h/db?respool_test_query=%zz", "respool_test_query", "%zz", "percent-encoded"},
 	{"postgres://h/db?respool_max_conns=%", "respool_max_conns", "%", "percent-encoded"},
 	{"postgres://h/db?respool_name=a%0Ab", "respool_name", "a\nb", "without control characters"},
@@ -609,6 +614,16 @@ func TestFormatDSN(t *testing.T) {
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
 		},
 		{
+			name: "init SQL, one key per statement",
+			cfg:  Config{DriverName: "pgx", DSN: "host=h", InitSQL: []string{"SET a = 'x'", "SET b"}},
+			want: `respool_init_sql='SET a = \'x\'' respool_init_sql='SET b' host=h`,
+		},
+		{
+			name: "init SQL in the URL form",
+			cfg:  Config{DriverName: "pgx", DSN: "postgres://h/db", InitSQL: []string{"SET a = 1", "SET b"}},
+			want: "postgres://h/db?respool_init_sql=SET%20a%20%3D%201&respool_init_sql=SET%20b",
+		},
+		{
 			name: "name first, quoted in the kv form",
 			cfg:  Config{DriverName: "pgx", DSN: "host=h", Pool: pool.Config{Name: "orders db", MaxObjects: 2}},
 			want: `respool_name='orders db' respool_max_conns=2 host=h`,
@@ -701,6 +716,9 @@ var roundTripEdgeCases = []string{
 	"respool_max_lifetime=2562047h47m16.854775807s",
 	"respool_test_query=µ\x00\xff",
 	"respool_max_conns=5 postgres://x=1",
+	"postgres://h/db?respool_init_sql=SET%20a%20%3D%201&respool_init_sql=SET+b&x=1",
+	`respool_init_sql='SET a = 1' host=h respool_init_sql='SET b = \'x\''`,
+	"u@tcp(h)/db?respool_init_sql=SET+@a%3D1&respool_init_sql=SET%20@b=2",
 }
 
 func TestRoundTripEdgeCases(t *testing.T) {

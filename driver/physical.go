@@ -29,6 +29,7 @@ type physConn struct {
 type physFactory struct {
 	real  factory.Connector
 	stmts *stmtRegistry // the Connector's
+	hooks *connHooks    // the Config's
 }
 
 var (
@@ -68,9 +69,22 @@ func (f physFactory) Destroy(c driver.Conn) error {
 }
 
 // LifecycleHooks makes the pool check each connection it takes from idle
-// (see beforeHandOut).
+// (see beforeHandOut), and run the Config's hooks: InitSQL and AfterConnect
+// after a creation, AfterRelease after a give-back. A hook the Config lacks
+// is nil, which costs the pool nothing.
 func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
-	return factory.Hooks[driver.Conn]{BeforeHandOut: f.beforeHandOut}
+	h := factory.Hooks[driver.Conn]{BeforeHandOut: f.beforeHandOut}
+	if len(f.hooks.initSQL) > 0 || f.hooks.afterConnect != nil {
+		h.AfterCreate = func(ctx context.Context, c driver.Conn) error {
+			return f.hooks.afterCreate(ctx, c.(*physConn).Conn)
+		}
+	}
+	if f.hooks.afterRelease != nil {
+		h.AfterGiveBack = func(ctx context.Context, c driver.Conn) error {
+			return f.hooks.refused("AfterRelease", f.hooks.afterRelease(ctx, c.(*physConn).Conn))
+		}
+	}
+	return h
 }
 
 // beforeHandOut makes a connection taken from idle ready for reuse, in the
@@ -78,17 +92,20 @@ func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
 // TestTimeout: the real driver's ResetSession checks it (pgx pings one that
 // idled and refuses one left inside a transaction; go-sql-driver/mysql
 // notices one the server closed), then the statements no longer wanted on
-// it are closed (stmtRegistry). A connection refused is destroyed and the
-// pool looks for another; a connection just made for the caller is not
-// checked, as database/sql resets only connections it reuses. Unlike
-// database/sql, which discards a connection only on driver.ErrBadConn, any
-// error refuses it: a session that could not be reset is not safe to hand
-// out.
+// it are closed (stmtRegistry), then the Config's BeforeAcquire checks it. A
+// connection refused is destroyed and the pool looks for another; a
+// connection just made for the caller is not checked, as database/sql
+// resets only connections it reuses. Unlike database/sql, which discards a
+// connection only on driver.ErrBadConn, any error refuses it: a session
+// that could not be reset is not safe to hand out.
 func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
 	if err := factory.ResetSession(ctx, pc.Conn); err != nil {
 		return err
 	}
 	pc.stmts.dropUnwanted(f.stmts)
+	if f.hooks.beforeAcquire != nil {
+		return f.hooks.refused("BeforeAcquire", f.hooks.beforeAcquire(ctx, pc.Conn))
+	}
 	return nil
 }
