@@ -30,7 +30,11 @@ type Config struct {
 	// DSN, which must then be empty (configuration in code; not expressible
 	// in a DSN).
 	Connector driver.Connector
-	// Pool configures the pool (and its leak tracking).
+	// Pool configures the pool (and its leak tracking), as pool.Config
+	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
+	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
+	// reported, and a negative threshold means no hold-time report
+	// (respool_leak_threshold=off).
 	Pool pool.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
@@ -76,20 +80,17 @@ type Config struct {
 	AfterRelease func(ctx context.Context, conn driver.Conn) error
 
 	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
-	// for connections still in use to come back and be closed. Zero means
-	// no wait: Close returns at once and they are closed as they come back.
+	// for connections still in use to come back and be closed
+	// (respool_close_timeout). Zero means no wait: Close returns at once and
+	// they are closed as they come back. Negative is refused.
 	CloseTimeout time.Duration
-	// LeakAsGiven makes NewConnector use Pool.Leak exactly as given. Without
-	// it, a zero Pool.Leak.HoldThreshold means DefaultHoldThreshold, the
-	// database/sql path's default, instead of no hold-time report.
-	LeakAsGiven bool
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields); an empty InitSQL statement; or a pool
-// configuration that pool.Config.Validate refuses.
+// belong in the Config's fields); a negative CloseTimeout; an empty InitSQL
+// statement; or a pool configuration that pool.Config.Validate refuses.
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
 // configuration, errors.As finds the *pool.ConfigError naming the field.
@@ -110,15 +111,35 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
 			ErrInvalidConfig, quoteForError(params[0].key))
 	}
+	if c.CloseTimeout < 0 {
+		return fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)
+	}
 	for i, q := range c.InitSQL {
 		if strings.TrimSpace(q) == "" {
 			return fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
 		}
 	}
-	if err := c.Pool.Validate(); err != nil {
+	if err := c.poolConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// poolConfig returns the configuration NewConnector gives the pool: Pool
+// with the database/sql path's defaults, an empty Name as "respool(DRIVER)"
+// and Leak.HoldThreshold as Config.Pool documents it.
+func (c *Config) poolConfig() pool.Config {
+	pc := c.Pool
+	if pc.Name == "" {
+		pc.Name = "respool(" + driverLabel(*c) + ")"
+	}
+	switch {
+	case pc.Leak.HoldThreshold == 0:
+		pc.Leak.HoldThreshold = DefaultHoldThreshold
+	case pc.Leak.HoldThreshold < 0:
+		pc.Leak.HoldThreshold = 0 // the pool's "no report"
+	}
+	return pc
 }
 
 // String describes c for logs without its password: the driver, the

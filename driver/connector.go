@@ -40,9 +40,9 @@ const DefaultHoldThreshold = 5 * time.Minute
 // NewConnector validates cfg and starts its pool. Until it is closed, the
 // Connector is listed by Connectors and found by Lookup under its name.
 //
-// Unless cfg.LeakAsGiven is set, a zero Pool.Leak.HoldThreshold means
-// DefaultHoldThreshold, so that every leak made through database/sql is
-// reported out of the box: a *sql.Rows dropped without Close by the garbage
+// A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
+// one, respool_leak_threshold=off, no hold-time report), so that every leak
+// made through database/sql is reported out of the box: a *sql.Rows dropped without Close by the garbage
 // collector, a *sql.Tx or *sql.Conn never ended by hold time (see the
 // package documentation). Stacks are not recorded by default: that costs a
 // stack walk and two allocations per take, a few microseconds of CPU per
@@ -56,13 +56,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := cfg.Pool
-	if pc.Name == "" {
-		pc.Name = "respool(" + driverLabel(cfg) + ")"
-	}
-	if !cfg.LeakAsGiven && pc.Leak.HoldThreshold == 0 {
-		pc.Leak.HoldThreshold = DefaultHoldThreshold
-	}
+	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
 	hooks := &connHooks{
 		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,

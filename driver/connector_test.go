@@ -832,6 +832,7 @@ func TestNewConnectorRefusesBadConfig(t *testing.T) {
 		{DriverName: DriverName},
 		{DriverName: "sqlmock", Pool: pool.Config{MaxObjects: -1}},
 		{DriverName: "sqlmock", InitSQL: []string{"SET a", " "}},
+		{DriverName: "sqlmock", CloseTimeout: -time.Second},
 	} {
 		if c, err := NewConnector(cfg); !errors.Is(err, ErrInvalidConfig) {
 			if c != nil {

@@ -37,8 +37,9 @@
 //
 // sql.DB.Close returns at once, as it does with the plain drivers: idle
 // connections are closed, connections in use are closed as they come back,
-// and a lost one when the leak detector finds it. Config.CloseTimeout makes
-// Close wait for the last one, within that bound.
+// and a lost one when the leak detector finds it. Config.CloseTimeout
+// (respool_close_timeout) makes Close wait for the last one, within that
+// bound.
 //
 // # database/sql's settings
 //
@@ -83,7 +84,9 @@
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
 //     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
-//     (DefaultHoldThreshold, 5m, on this path), and keeps its connection.
+//     (DefaultHoldThreshold, 5m, on this path; respool_leak_threshold=off,
+//     a negative threshold in code, turns the report off), and keeps its
+//     connection.
 //
 // # The real connection
 //

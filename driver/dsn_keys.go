@@ -32,8 +32,10 @@ type dsnKey struct {
 	accepted string // for errors: what the key accepts
 	min      int    // dsnInt: the smallest value accepted
 	positive bool   // dsnDuration: zero is not accepted
-	none     bool   // dsnDuration: "none" is accepted and stored as -1 (no limit)
-	invert   bool   // dsnBool: the field holds the negation of the value
+	// off, for a dsnDuration, is a word (any case) accepted and stored as
+	// -1: "none" for no limit, "off" for no report.
+	off    string
+	invert bool // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
 	// *bool, *string or *[]string according to kind.
 	field func(c *Config) any
@@ -59,7 +61,7 @@ var dsnKeys = []dsnKey{
 		field: func(c *Config) any { return &c.Pool.MaxObjects }},
 	{name: dsnKeyMinIdle, kind: dsnInt, min: 0, accepted: "an integer ≥ 0",
 		field: func(c *Config) any { return &c.Pool.MinIdle }},
-	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, none: true,
+	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, off: "none",
 		accepted: `a duration > 0 such as 5m, or "none" for no limit`,
 		field:    func(c *Config) any { return &c.Pool.MaxIdle }},
 	{name: "respool_max_lifetime", kind: dsnDuration,
@@ -84,6 +86,9 @@ var dsnKeys = []dsnKey{
 	{name: "respool_validation_interval", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Pool.ValidationInterval }},
+	{name: "respool_close_timeout", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 30s (0: Close does not wait)",
+		field:    func(c *Config) any { return &c.CloseTimeout }},
 	{name: "respool_test_query", kind: dsnString, accepted: "a string",
 		field: func(c *Config) any { return &c.TestQuery }},
 	{name: dsnKeyInitSQL, kind: dsnStrings,
@@ -95,8 +100,8 @@ var dsnKeys = []dsnKey{
 	{name: "respool_leak_stack", kind: dsnBool,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.Leak.CaptureStack }},
-	{name: "respool_leak_threshold", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 1m (0 turns the report off)",
+	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: "off",
+		accepted: `a duration > 0 such as 1m, or "off" for no hold-time report`,
 		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
 }
 
@@ -128,7 +133,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		}
 		*p = n
 	case *time.Duration:
-		if k.none && strings.EqualFold(v, "none") {
+		if k.off != "" && strings.EqualFold(v, k.off) {
 			*p = -1
 			return true
 		}
@@ -182,8 +187,8 @@ func (k *dsnKey) format(c *Config) string {
 		}
 	case *time.Duration:
 		switch {
-		case *p < 0 && k.none:
-			return "none"
+		case *p < 0 && k.off != "":
+			return k.off
 		case *p != 0:
 			return p.String()
 		}
@@ -203,8 +208,8 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 	case *int:
 		return slog.IntValue(*p), *p != 0
 	case *time.Duration:
-		if *p < 0 && k.none {
-			return slog.StringValue("none"), true
+		if *p < 0 && k.off != "" {
+			return slog.StringValue(k.off), true
 		}
 		return slog.DurationValue(*p), *p != 0
 	case *bool:

@@ -35,11 +35,12 @@ import (
 //	respool_create_timeout          Pool.CreateTimeout         duration > 0
 //	respool_test_timeout            Pool.TestTimeout           duration > 0
 //	respool_validation_interval     Pool.ValidationInterval    duration > 0
+//	respool_close_timeout           CloseTimeout               duration ≥ 0
 //	respool_test_query              TestQuery                  string
 //	respool_init_sql                InitSQL                    SQL statement; once per statement
 //	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
-//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration ≥ 0
+//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration > 0, or off (-1)
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //

@@ -371,7 +371,10 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_leak_stack=1", Config{Pool: pool.Config{Leak: leak.Config{CaptureStack: true}}}},
 		{"respool_leak_stack=off", Config{}},
 		{"respool_leak_threshold=30s", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: 30 * time.Second}}}},
-		{"respool_leak_threshold=0s", Config{}},
+		{"respool_leak_threshold=off", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
+		{"respool_leak_threshold=OFF", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
+		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
+		{"respool_close_timeout=0", Config{}},
 		{"respool_test_query=SELECT%201", Config{TestQuery: "SELECT 1"}},
 		{"respool_init_sql=SET%20a%20%3D%201", Config{InitSQL: []string{"SET a = 1"}}},
 		{"respool_init_sql=SET%20a&respool_max_conns=2&respool_init_sql=SET%20b",
@@ -431,7 +434,11 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_validation_interval=soon", "respool_validation_interval", "soon", "a duration > 0"},
 	{"postgres://h/db?respool_leak_detection=yes", "respool_leak_detection", "yes", "true, false, on, off, 1 or 0"},
 	{"postgres://h/db?respool_leak_stack=", "respool_leak_stack", "", "true, false, on, off, 1 or 0"},
-	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration > 0"},
+	{"postgres://h/db?respool_leak_threshold=0", "respool_leak_threshold", "0", `"off"`},
+	{"postgres://h/db?respool_leak_threshold=none", "respool_leak_threshold", "none", `"off"`},
+	{"postgres://h/db?respool_close_timeout=-1s", "respool_close_timeout", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_close_timeout=soon", "respool_close_timeout", "soon", "a duration ≥ 0"},
 	{"postgres://h/db?respool_init_sql=", "respool_init_sql", "", "one SQL statement, not empty"},
 	{"postgres://h/db?respool_init_sql=SET%20a&respool_init_sql=%20", "respool_init_sql", " ", "one SQL statement"},
 	{"postgres://h/db?respool_test_query=%zz", "respool_test_query", "%zz", "percent-encoded"},
@@ -614,6 +621,12 @@ func TestFormatDSN(t *testing.T) {
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
 		},
 		{
+			name: "hold-time report off, close timeout",
+			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db", CloseTimeout: 3 * time.Second,
+				Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}},
+			want: "postgres://h/db?respool_close_timeout=3s&respool_leak_threshold=off",
+		},
+		{
 			name: "init SQL, one key per statement",
 			cfg:  Config{DriverName: "pgx", DSN: "host=h", InitSQL: []string{"SET a = 'x'", "SET b"}},
 			want: `respool_init_sql='SET a = \'x\'' respool_init_sql='SET b' host=h`,
@@ -719,6 +732,8 @@ var roundTripEdgeCases = []string{
 	"postgres://h/db?respool_init_sql=SET%20a%20%3D%201&respool_init_sql=SET+b&x=1",
 	`respool_init_sql='SET a = 1' host=h respool_init_sql='SET b = \'x\''`,
 	"u@tcp(h)/db?respool_init_sql=SET+@a%3D1&respool_init_sql=SET%20@b=2",
+	"respool_leak_threshold=off respool_close_timeout=1m host=h",
+	"postgres://h/db?respool_leak_threshold=Off&respool_max_idle_time=None",
 }
 
 func TestRoundTripEdgeCases(t *testing.T) {
