@@ -4,7 +4,26 @@
 //
 //	db, err := sql.Open("respool", "postgres://app@db/app?respool_max_conns=10")
 //	db, err := sql.Open("respool", "app:pw@tcp(db:3306)/app?respool_max_conns=10")
-//	db := sql.OpenDB(connector) // connector, err := driver.NewConnector(cfg)
+//	db := sql.OpenDB(connector) // connector, err := respool.NewConnector(cfg)
+//
+// # Import name
+//
+// The package is named driver, as database/sql/driver is, whose types
+// (driver.Conn, driver.Connector) its API uses. Import it as respool, so
+// that the two do not shadow each other and respool.Config reads as what it
+// is:
+//
+//	import (
+//		"database/sql/driver"
+//
+//		respool "github.com/respool/respool/driver"
+//	)
+//
+//	cfg.AfterConnect = func(ctx context.Context, conn driver.Conn) error { … }
+//	c, err := respool.NewConnector(*cfg)
+//
+// The documentation and examples use that name. Only for its registration
+// (sql.Open("respool", …)) import it blank: _ "github.com/respool/respool/driver".
 //
 // respool's keys (prefix respool_) configure the pool and are removed before
 // the DSN reaches the real driver; see ParseDSN for the keys and how the real
@@ -102,7 +121,7 @@
 // default. A *sql.DB from sql.Open reaches its pool's Stats this way:
 //
 //	db, err := sql.Open("respool", "postgres://app@db/app?respool_name=orders")
-//	stats := driver.Lookup("orders").Stats()
+//	stats := respool.Lookup("orders").Stats()
 //
 // Names need not be unique; Lookup returns the oldest open Connector of a
 // name.

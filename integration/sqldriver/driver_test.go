@@ -14,14 +14,14 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
 
-func openDB(t *testing.T, dsn string) (*sql.DB, *driver.Connector) {
+func openDB(t *testing.T, dsn string) (*sql.DB, *respool.Connector) {
 	t.Helper()
-	db, c, err := driver.OpenDB(dsn)
+	db, c, err := respool.OpenDB(dsn)
 	if err != nil {
 		t.Fatalf("OpenDB: %v", err)
 	}

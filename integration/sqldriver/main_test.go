@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -114,15 +114,15 @@ func (h *signalHandler) String() string {
 
 // openLogged opens dsn through respool with the pool's log going to a
 // signalHandler for msg; the *sql.DB is closed when the test ends.
-func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *driver.Connector, *signalHandler) {
+func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *respool.Connector, *signalHandler) {
 	t.Helper()
-	cfg, err := driver.ParseDSN(dsn)
+	cfg, err := respool.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newSignalHandler(msg)
 	cfg.Pool.Logger = slog.New(h)
-	c, err := driver.NewConnector(*cfg)
+	c, err := respool.NewConnector(*cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 )
 
 // globalStatus reads a MariaDB global status counter.
@@ -67,7 +67,7 @@ func TestPreparedStatementIsPreparedOncePerConnection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			baseline := globalStatus(t, ctx, mon, "Prepared_stmt_count")
 			var db *sql.DB
-			var c *driver.Connector
+			var c *respool.Connector
 			if name == "respool" {
 				db, c = openDB(t, withKeys(maria, "respool_max_conns=8"))
 			} else {
