@@ -24,10 +24,13 @@ test-integration: ## tests against real PostgreSQL and MariaDB servers started o
 	bash scripts/ensure-mariadb.sh
 	cd integration && $(GO) test -race -count=1 ./...
 
-lint: ## go vet, staticcheck and a gofmt check on every module
+lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
-	@for m in $(MODULES); do (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
+	@for m in $$(git ls-files go.mod '*/go.mod' | xargs -n1 dirname); do \
+		echo "lint: $$m"; \
+		(cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
+			$(GO) mod tidy -diff) || exit 1; \
+	done
 
 bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios to gobreaker, x/time/rate, failsafe-go)
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios
