@@ -58,18 +58,16 @@ func warm(t *testing.T, ctx context.Context, db *sql.DB, n int) {
 func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server) int {
 	t.Helper()
 	mon := monitor(t, s)
-	var list, end, count string
+	var list, end string
 	switch s.Kind {
 	case servers.KindPostgres:
 		list = `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'
 			AND state = 'idle' AND pid <> pg_backend_pid()`
 		end = "SELECT pg_terminate_backend($1)"
-		count = `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`
 	default:
 		list = `SELECT id FROM information_schema.processlist WHERE db = ? AND command = 'Sleep'
 			AND id <> CONNECTION_ID()`
 		end = "KILL ?"
-		count = `SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?`
 	}
 	rows, err := mon.QueryContext(ctx, list, s.Database)
 	if err != nil {
@@ -92,18 +90,7 @@ func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server) int {
 		}
 	}
 	for _, id := range ids { // the server ends them asynchronously
-		for {
-			var n int
-			if err := mon.QueryRowContext(ctx, count, id).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("session %d never ended", id)
-			}
-		}
+		waitSessionGone(t, ctx, s, id)
 	}
 	return len(ids)
 }

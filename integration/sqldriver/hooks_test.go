@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -117,30 +116,6 @@ func openHooked(t *testing.T, s *servers.Server, set func(cfg *respool.Config)) 
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, c
-}
-
-// waitSessionGone waits until the server no longer lists session id.
-func waitSessionGone(t *testing.T, ctx context.Context, s *servers.Server, id int64) {
-	t.Helper()
-	q := "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
-	if s.Kind != servers.KindPostgres {
-		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?"
-	}
-	mon := monitor(t, s)
-	for {
-		var n int
-		if err := mon.QueryRowContext(ctx, q, id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("session %d still open", id)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // TestBeforeAcquireRejectsAConnection rejects the first idle connection

@@ -130,3 +130,27 @@ func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *respool.Connector, *si
 	t.Cleanup(func() { _ = db.Close() })
 	return db, c, h
 }
+
+// waitSessionGone waits until the server no longer lists session id.
+func waitSessionGone(t *testing.T, ctx context.Context, s *servers.Server, id int64) {
+	t.Helper()
+	q := "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
+	if s.Kind != servers.KindPostgres {
+		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?"
+	}
+	mon := monitor(t, s)
+	for {
+		var n int
+		if err := mon.QueryRowContext(ctx, q, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %d still open", id)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
