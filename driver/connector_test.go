@@ -559,7 +559,11 @@ func TestAcquireTimeout(t *testing.T) {
 			m := newMock(t)
 			m.expectInt("SELECT 1", 1)
 			const conns = 2
-			db, c := openMockDB(t, m, pool.Config{MaxObjects: conns, AcquireTimeout: 20 * time.Millisecond})
+			// MinIdle makes the connections in the background: no take
+			// below waits for a creation, which could outlast the bound on
+			// a loaded machine.
+			db, c := openMockDB(t, m, pool.Config{MaxObjects: conns, MinIdle: conns, AcquireTimeout: 20 * time.Millisecond})
+			waitStats(t, c, func(s pool.Stats) bool { return s.Idle == conns })
 			ctx := context.Background()
 			if path == "Connect" {
 				db.SetMaxIdleConns(-1) // no shell kept: every use calls Connect

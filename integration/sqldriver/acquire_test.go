@@ -23,7 +23,11 @@ func TestAcquireTimeout(t *testing.T) {
 			t.Run(path, func(t *testing.T) {
 				ctx := ctxT(t)
 				const conns = 2
-				db, c := openDB(t, withKeys(s, "respool_max_conns=2&respool_acquire_timeout=50ms"))
+				// respool_min_idle makes the connections in the background:
+				// no take below waits for a creation, which could outlast
+				// the bound on a loaded machine.
+				db, c := openDB(t, withKeys(s, "respool_max_conns=2&respool_min_idle=2&respool_acquire_timeout=50ms"))
+				waitPool(t, ctx, c, func(st pool.Stats) bool { return st.Idle == conns })
 				if path == "Connect" {
 					db.SetMaxIdleConns(-1)
 				} else {
