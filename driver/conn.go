@@ -18,9 +18,9 @@ import (
 // when database/sql takes it again (ResetSession), it takes a connection
 // from the pool (bounded by the caller's context, subject to the pool's
 // queue, and checked by the real driver's ResetSession: see
-// physFactory.beforeHandOut). So
-// database/sql's idle list holds no connection, and respool's pool alone
-// decides how many exist, how long they idle, who waits and who leaked.
+// physFactory.beforeHandOut). So database/sql's idle list holds no
+// connection, and respool's pool alone decides how many exist, how long
+// they idle, who waits and who leaked.
 //
 // Giving a connection back does no I/O: it cannot block.
 //
@@ -148,9 +148,9 @@ func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
 // release gives the attached connection back to the pool, or discards it
 // when it is broken. GiveBack validates it too (driver.Validator). Nothing
 // here waits on the network: the real driver's ResetSession runs when the
-// connection is next taken (physFactory.beforeHandOut). The conn is then a detached shell. If rows still hold
-// the Handle (not done through database/sql), they give it back as they
-// close.
+// connection is next taken (physFactory.beforeHandOut). The conn is then a
+// detached shell. If rows still hold the Handle (not done through
+// database/sql), they give it back as they close.
 func (c *conn) release() error {
 	p, h, broken := c.c.pool, c.h, c.broken
 	c.pc.shell.Store(nil)

@@ -42,9 +42,9 @@ const DefaultHoldThreshold = 5 * time.Minute
 //
 // A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
-// made through database/sql is reported out of the box: a *sql.Rows dropped without Close by the garbage
-// collector, a *sql.Tx or *sql.Conn never ended by hold time (see the
-// package documentation). Stacks are not recorded by default: that costs a
+// made through database/sql is reported out of the box: a *sql.Rows dropped
+// without Close by the garbage collector, a *sql.Tx or *sql.Conn never
+// ended by hold time (see the package documentation). Stacks are not recorded by default: that costs a
 // stack walk and two allocations per take, a few microseconds of CPU per
 // query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
 // (respool_leak_stack) turns them on.
