@@ -6,8 +6,11 @@ MODULES := . bench integration
 STATICCHECK_VERSION := v0.7.0
 BENCH_COUNT ?= 10
 BENCH_TIME ?= 200ms
+# The fault suite's report, and extra go test flags for it (FAULTS_FLAGS=-race).
+FAULTS_REPORT ?= $(or $(TMPDIR),/tmp)/respool-faults.md
+FAULTS_FLAGS ?=
 
-.PHONY: help test test-race test-unit test-integration lint bench demo check tidy
+.PHONY: help test test-race test-unit test-integration faults lint bench demo check tidy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -23,6 +26,12 @@ test-unit: ## unit tests of the library and the bench module, with -race
 test-integration: ## tests against real PostgreSQL and MariaDB servers started on loopback
 	bash scripts/ensure-mariadb.sh
 	cd integration && $(GO) test -race -count=1 ./...
+
+faults: ## the fault suite alone (issue 9; ~2 min): every pool under kill, limit, slow, frozen and leak, printed as a table; RESPOOL_FAULT_TARGETS=1 asserts respool's targets
+	bash scripts/ensure-mariadb.sh
+	rm -f $(FAULTS_REPORT)
+	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 5m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
+		status=$$?; echo; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
 
 lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -10,13 +10,22 @@
 // error naming what to install; tests must fail on it, never skip.
 //
 // Every server serves database "respool" to user "respool" with password
-// "respool-secret" over TCP with password authentication. Server.Stop stops
-// the server and deletes everything it created; Server.Restart (local servers)
-// stops it as its own shutdown does, ending every session, and starts it again
-// on the same address. A Proxy between clients and a server can stop
-// forwarding, as a network path that drops every packet would. Local server processes also
-// receive a termination signal when the test process dies (Linux), and
-// directories left behind by crashed runs are removed by the next start.
+// "respool-secret" over TCP with password authentication; Options change
+// its session limit (MaxConnections), make PostgreSQL log every connection
+// (LogConnections), or demand the local binaries (Local). Server.Stop stops
+// the server and deletes everything it created. On local servers, Restart
+// stops it as its own shutdown does, ending every session, and starts it
+// again on the same address; Kill ends every process of the server with
+// SIGKILL, as a crash would, and Start starts it again; Freeze stops every
+// process with SIGSTOP and Thaw lets them run (SIGCONT); LogPath names the
+// server's log. AdminDSN reaches the server as a user who may change its
+// settings and counters. A Proxy between clients and a server counts
+// connection attempts and can stop forwarding, as a network path that drops
+// every packet would. Local server processes also receive a termination
+// signal when the test process dies (Linux), and directories left behind by
+// crashed runs are removed by the next start. Local servers listen on ports
+// below the kernel's ephemeral range, so that no client's connection takes
+// the port of a server that is down.
 //
 // A package that needs both servers for all of its tests wires them up once
 // in TestMain:

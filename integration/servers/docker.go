@@ -55,23 +55,23 @@ func useDocker() (bool, error) {
 	}
 }
 
-func startPostgresContainer(ctx context.Context) (*Server, error) {
+func startPostgresContainer(ctx context.Context, o options) (*Server, error) {
 	c, err := postgres.Run(ctx, postgresImage,
 		postgres.WithDatabase(DefaultDatabase),
 		postgres.WithUsername(DefaultUser),
 		postgres.WithPassword(DefaultPassword),
-		testcontainers.WithCmdArgs("-c", "max_connections=200"),
+		testcontainers.WithCmdArgs(o.postgresSettings()...),
 		postgres.BasicWaitStrategies(),
 	)
 	return containerServer(ctx, KindPostgres, c, "5432/tcp", err)
 }
 
-func startMariaDBContainer(ctx context.Context) (*Server, error) {
+func startMariaDBContainer(ctx context.Context, o options) (*Server, error) {
 	c, err := mariadb.Run(ctx, mariadbImage,
 		mariadb.WithDatabase(DefaultDatabase),
 		mariadb.WithUsername(DefaultUser),
 		mariadb.WithPassword(DefaultPassword),
-		testcontainers.WithCmdArgs(mariadbTuning...),
+		testcontainers.WithCmdArgs(o.mariadbSettings()...),
 	)
 	return containerServer(ctx, KindMariaDB, c, "3306/tcp", err)
 }

@@ -25,7 +25,6 @@ var mariadbTuning = []string{
 	"--innodb-log-file-size=8M",
 	"--innodb-flush-log-at-trx-commit=0",
 	"--innodb-doublewrite=0",
-	"--max-connections=200",
 	"--character-set-server=utf8mb4",
 	"--collation-server=utf8mb4_general_ci",
 }
@@ -40,22 +39,23 @@ GRANT ALL ON %[1]s.* TO '%[2]s'@'%%';
 
 // StartMariaDB starts a MariaDB server, in Docker if an engine answers and
 // from the local binaries otherwise. The caller must Stop it.
-func StartMariaDB(ctx context.Context) (*Server, error) {
+func StartMariaDB(ctx context.Context, opts ...Option) (*Server, error) {
 	start := time.Now()
-	docker, err := useDocker()
+	o := newOptions(opts)
+	docker, err := o.backendDocker()
 	if err != nil {
 		return nil, err
 	}
 	var s *Server
 	if docker {
-		s, err = startMariaDBContainer(ctx)
+		s, err = startMariaDBContainer(ctx, o)
 	} else {
 		// mariadb-install-db has been seen to fail now and then when several
 		// servers start at once (parallel test packages); a fresh directory
 		// succeeds. Each failure's log is in the final error.
 		var errs []error
 		for attempt := 1; attempt <= 3; attempt++ {
-			if s, err = startLocalMariaDB(ctx); err == nil || ctx.Err() != nil || err.Error() == errNoMariaDB {
+			if s, err = startLocalMariaDB(ctx, o); err == nil || ctx.Err() != nil || err.Error() == errNoMariaDB {
 				break
 			}
 			errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
@@ -73,7 +73,7 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 
 // startLocalMariaDB runs mariadb-install-db and mariadbd as ourselves in a
 // new temporary directory.
-func startLocalMariaDB(ctx context.Context) (_ *Server, err error) {
+func startLocalMariaDB(ctx context.Context, o options) (_ *Server, err error) {
 	mariadbd, ok := findBinary("mariadbd", mariadbDirs)
 	if !ok {
 		return nil, errors.New(errNoMariaDB)
@@ -107,12 +107,12 @@ func startLocalMariaDB(ctx context.Context) (_ *Server, err error) {
 	// --no-defaults must come first; other flags pass through to mariadbd.
 	args := append([]string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
 		"--skip-test-db", "--skip-name-resolve", "--extra-file=" + initSQL, "--tmpdir=" + dir}, asUser...)
-	if err := runTool(ctx, logPath, nil, installDB, append(args, mariadbTuning...)...); err != nil {
+	if err := runTool(ctx, logPath, nil, installDB, append(args, o.mariadbSettings()...)...); err != nil {
 		return nil, err
 	}
 
 	for attempt := 1; ; attempt++ {
-		s, err := runMariaDB(ctx, mariadbd, dir, data, logPath, asUser)
+		s, err := runMariaDB(ctx, o, mariadbd, dir, data, logPath, asUser)
 		if err == nil || !errors.Is(err, errExited) || attempt == 3 {
 			return s, err
 		}
@@ -121,7 +121,7 @@ func startLocalMariaDB(ctx context.Context) (_ *Server, err error) {
 
 // runMariaDB starts mariadbd on a free port and waits until the test user
 // can log in over TCP.
-func runMariaDB(ctx context.Context, bin, dir, data, logPath string, asUser []string) (*Server, error) {
+func runMariaDB(ctx context.Context, o options, bin, dir, data, logPath string, asUser []string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -140,13 +140,18 @@ func runMariaDB(ctx context.Context, bin, dir, data, logPath string, asUser []st
 	if err != nil {
 		return nil, fmt.Errorf("servers: mariadb: %w", err)
 	}
+	socket := filepath.Join(dir, "mariadb.sock")
+	root := mysql.NewConfig() // mariadb-install-db made root@localhost without a password
+	root.User, root.Net, root.Addr = "root", "unix", socket
+	s.adminDSN = root.FormatDSN()
 	args := append([]string{"--no-defaults", "--datadir=" + data,
-		"--socket=" + filepath.Join(dir, "mariadb.sock"), "--pid-file=" + filepath.Join(dir, "mariadb.pid"),
+		"--socket=" + socket, "--pid-file=" + filepath.Join(dir, "mariadb.pid"),
 		"--tmpdir=" + dir, "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(port),
 		"--skip-name-resolve", "--performance-schema=OFF"}, asUser...)
 	l := &localServer{
-		start: func() (*process, error) {
-			return startProcess(logPath, nil, syscall.SIGTERM, bin, append(args, mariadbTuning...)...)
+		logPath: logPath,
+		launch: func() (*process, error) {
+			return startProcess(logPath, nil, syscall.SIGTERM, bin, append(args, o.mariadbSettings()...)...)
 		},
 		ready: func(ctx context.Context, p *process) error {
 			return p.waitReady(ctx, func(ctx context.Context) error {
@@ -159,7 +164,7 @@ func runMariaDB(ctx context.Context, bin, dir, data, logPath string, asUser []st
 	if err := l.run(ctx); err != nil {
 		return nil, err // dir is kept: the caller may retry in it
 	}
-	s.restart = l.restart
+	s.local = l
 	s.stop = func(ctx context.Context) error {
 		return errors.Join(l.stop(ctx), os.RemoveAll(dir))
 	}

@@ -20,17 +20,18 @@ const errNoPostgres = "integration: no Docker engine and no PostgreSQL server bi
 
 // StartPostgres starts a PostgreSQL server, in Docker if an engine answers
 // and from the local binaries otherwise. The caller must Stop it.
-func StartPostgres(ctx context.Context) (*Server, error) {
+func StartPostgres(ctx context.Context, opts ...Option) (*Server, error) {
 	start := time.Now()
-	docker, err := useDocker()
+	o := newOptions(opts)
+	docker, err := o.backendDocker()
 	if err != nil {
 		return nil, err
 	}
 	var s *Server
 	if docker {
-		s, err = startPostgresContainer(ctx)
+		s, err = startPostgresContainer(ctx, o)
 	} else {
-		s, err = startLocalPostgres(ctx)
+		s, err = startLocalPostgres(ctx, o)
 	}
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func StartPostgres(ctx context.Context) (*Server, error) {
 // startLocalPostgres runs initdb and postgres in a new temporary directory
 // owned by the server's OS user: the postgres user when we are root, since
 // PostgreSQL refuses to run as root.
-func startLocalPostgres(ctx context.Context) (_ *Server, err error) {
+func startLocalPostgres(ctx context.Context, o options) (_ *Server, err error) {
 	postgresBin, ok := findBinary("postgres", postgresDirs)
 	if !ok {
 		return nil, errors.New(errNoPostgres)
@@ -87,7 +88,7 @@ func startLocalPostgres(ctx context.Context) (_ *Server, err error) {
 	}
 
 	for attempt := 1; ; attempt++ {
-		s, err := runPostgres(ctx, postgresBin, dir, data, logPath, cred)
+		s, err := runPostgres(ctx, o, postgresBin, dir, data, logPath, cred)
 		if err == nil || !errors.Is(err, errExited) || attempt == 3 {
 			return s, err
 		}
@@ -96,7 +97,7 @@ func startLocalPostgres(ctx context.Context) (_ *Server, err error) {
 
 // runPostgres starts postgres on a free port, waits until the test user can
 // log in over TCP and creates the test database.
-func runPostgres(ctx context.Context, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
+func runPostgres(ctx context.Context, o options, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -104,12 +105,12 @@ func runPostgres(ctx context.Context, bin, dir, data, logPath string, cred *sysc
 	admin := &Server{Host: "127.0.0.1", Port: port, User: DefaultUser, Password: DefaultPassword,
 		Database: "postgres"} // exists after initdb
 	l := &localServer{
-		start: func() (*process, error) {
+		logPath: logPath,
+		launch: func() (*process, error) {
 			// SIGINT is PostgreSQL's fast shutdown: it disconnects clients.
-			return startProcess(logPath, cred, syscall.SIGINT, bin,
-				"-D", data, "-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
-				"-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off",
-				"-c", "full_page_writes=off")
+			return startProcess(logPath, cred, syscall.SIGINT, bin, append([]string{
+				"-D", data, "-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port)},
+				o.postgresSettings()...)...)
 		},
 		ready: func(ctx context.Context, p *process) error {
 			return p.waitReady(ctx, func(ctx context.Context) error {
@@ -137,7 +138,7 @@ func runPostgres(ctx context.Context, bin, dir, data, logPath string, cred *sysc
 		Kind: KindPostgres, Backend: BackendLocal,
 		Host: "127.0.0.1", Port: port,
 		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
-		restart: l.restart,
+		local: l,
 		stop: func(ctx context.Context) error {
 			return errors.Join(l.stop(ctx), os.RemoveAll(dir))
 		},

@@ -63,6 +63,7 @@ func (p *process) stop(ctx context.Context) error {
 		return nil
 	default:
 	}
+	_ = p.thaw() // a frozen server must run to stop
 	_ = p.cmd.Process.Signal(p.stopSig)
 	t := time.NewTimer(stopGrace)
 	defer t.Stop()
@@ -75,6 +76,63 @@ func (p *process) stop(ctx context.Context) error {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 	return fmt.Errorf("servers: %s did not stop on %v; killed", p.name(), p.stopSig)
+}
+
+// freeze stops the server's first process with SIGSTOP, so that it forks
+// no more, and then the processes it forked (PostgreSQL's backends, each in
+// a session of its own, so that the first process's group is not theirs).
+func (p *process) freeze() error {
+	pid := p.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("servers: freeze %s: %w", p.name(), err)
+	}
+	for _, kid := range children(pid) {
+		_ = syscall.Kill(kid, syscall.SIGSTOP) // one may have exited meanwhile
+	}
+	return nil
+}
+
+// thaw lets every process of the server run again (SIGCONT).
+func (p *process) thaw() error {
+	pid := p.cmd.Process.Pid
+	for _, kid := range children(pid) {
+		_ = syscall.Kill(kid, syscall.SIGCONT)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("servers: thaw %s: %w", p.name(), err)
+	}
+	return nil
+}
+
+// kill ends every process of the server with SIGKILL, as a crash of its
+// host would, and waits until they have all exited, or until ctx ends.
+func (p *process) kill(ctx context.Context) error {
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP) // forks no more
+	kids := children(pid)
+	for _, kid := range kids {
+		_ = syscall.Kill(kid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("servers: %s did not exit on SIGKILL: %w", p.name(), ctx.Err())
+	}
+	// Until its processes are gone, PostgreSQL refuses to start in the
+	// same directory.
+	for _, kid := range kids {
+		for alive(kid) {
+			t := time.NewTimer(pollInterval / 4)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("servers: process %d of %s did not exit on SIGKILL: %w", kid, p.name(), ctx.Err())
+			}
+		}
+	}
+	return nil
 }
 
 func (p *process) name() string { return filepath.Base(p.cmd.Path) }

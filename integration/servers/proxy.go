@@ -1,10 +1,12 @@
 package servers
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Proxy is a TCP proxy on a loopback port in front of a server, which a test
@@ -12,16 +14,23 @@ import (
 // bytes then pass in neither direction but every connection stays open, so
 // that a client's reads and writes block instead of failing. New connections
 // are accepted meanwhile, and stall the same way.
+//
+// The proxy counts the client connections it accepts (Accepted): a client's
+// connection attempts. When the server cannot be reached (killed, or not
+// yet listening), the proxy resets the client's connection at once, as a
+// closed port refuses it.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	ln       net.Listener
+	target   string
+	accepted atomic.Int64
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{} // both ends of every proxied connection; guarded by mu
 	gate    chan struct{}         // closed while forwarding; guarded by mu
 	closed  bool                  // guarded by mu
-	closing chan struct{}         // closed by Close
-	wg      sync.WaitGroup        // the accept loop and every copy loop
+	closing context.Context       // ends with Close
+	close   context.CancelFunc
+	wg      sync.WaitGroup // the accept loop, every dial and every copy loop
 }
 
 // StartProxy starts a Proxy that forwards to target (host:port).
@@ -32,12 +41,16 @@ func StartProxy(target string) (*Proxy, error) {
 	}
 	gate := make(chan struct{})
 	close(gate)
+	closing, closeFn := context.WithCancel(context.Background())
 	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{}), gate: gate,
-		closing: make(chan struct{})}
+		closing: closing, close: closeFn}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
+
+// Accepted returns how many client connections the proxy has accepted.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
@@ -82,7 +95,7 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
-	close(p.closing)
+	p.close()
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -99,18 +112,31 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return // closed
 		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		if !p.track(client, server) {
-			return
-		}
-		p.wg.Add(2)
-		go p.copy(server, client)
-		go p.copy(client, server)
+		p.accepted.Add(1)
+		p.wg.Add(1)
+		go p.connect(client) // a dial to a frozen server may take long
 	}
+}
+
+// connect dials the target for client and starts forwarding, or resets
+// client when the target cannot be reached or the proxy is closed.
+func (p *Proxy) connect(client net.Conn) {
+	defer p.wg.Done()
+	var d net.Dialer
+	server, err := d.DialContext(p.closing, "tcp", p.target)
+	if err != nil {
+		if tc, ok := client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close with a reset, as a refused connection
+		}
+		_ = client.Close()
+		return
+	}
+	if !p.track(client, server) {
+		return
+	}
+	p.wg.Add(2)
+	go p.copy(server, client)
+	go p.copy(client, server)
 }
 
 // track records both ends of a connection so that Close closes them; it
@@ -146,7 +172,7 @@ func (p *Proxy) copy(dst, src net.Conn) {
 			p.mu.Unlock()
 			select {
 			case <-gate:
-			case <-p.closing:
+			case <-p.closing.Done():
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -44,8 +44,9 @@ type Server struct {
 	Database string
 	Startup  time.Duration // how long the start function took
 
+	adminDSN string                      // see AdminDSN
 	stop     func(context.Context) error // stops the server and removes its files
-	restart  func(context.Context) error // nil: Restart is not supported
+	local    *localServer                // nil: the harness does not run the server's processes
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -76,6 +77,19 @@ func (s *Server) MySQLDSN() string {
 	cfg.DBName = s.Database
 	cfg.ParseTime = true
 	return cfg.FormatDSN()
+}
+
+// AdminDSN returns a DSN, for DriverName's driver, of a user who may change
+// the server's settings and counters (MariaDB's SET GLOBAL, FLUSH STATUS):
+// for PostgreSQL the test user's DSN, since the test user is the server's
+// superuser; for a local MariaDB server root over the server's Unix socket,
+// which the test user's limits do not apply to. It is "" for a MariaDB
+// server in Docker.
+func (s *Server) AdminDSN() string {
+	if s.Kind == KindPostgres {
+		return s.PgxDSN()
+	}
+	return s.adminDSN
 }
 
 // DriverName returns the database/sql driver name for the server's kind:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,11 +112,12 @@ func waitCount(t *testing.T, s *servers.Server, db *sql.DB, want int) {
 	}
 }
 
-// TestStop starts a second pair of servers and checks that Stop closes
-// their ports and can be called again.
+// TestStop starts a second pair of servers, with options, and checks the
+// options, then that Stop closes their ports and can be called again.
 func TestStop(t *testing.T) {
 	ctx := t.Context()
-	p, m, err := servers.StartBoth(ctx)
+	const limit = 10 // MariaDB's smallest
+	p, m, err := servers.StartBoth(ctx, servers.MaxConnections(limit), servers.LogConnections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,20 @@ func TestStop(t *testing.T) {
 			if s.Addr() == pg.Addr() || s.Addr() == maria.Addr() {
 				t.Fatalf("second server reuses a shared server's address %s", s.Addr())
 			}
-			if err := open(t, s).PingContext(ctx); err != nil {
+			db := open(t, s)
+			var got int
+			if err := db.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&got); s.Kind == servers.KindMariaDB && (err != nil || got != limit) {
+				t.Errorf("MaxConnections(%d): max_connections = %d, %v", limit, got, err)
+			}
+			if s.Kind == servers.KindPostgres {
+				if err := db.QueryRowContext(ctx, "SELECT current_setting('max_connections')::int").Scan(&got); err != nil || got != limit {
+					t.Errorf("MaxConnections(%d): max_connections = %d, %v", limit, got, err)
+				}
+				if b, err := os.ReadFile(s.LogPath()); err != nil || !strings.Contains(string(b), "connection authorized: user="+s.User) {
+					t.Errorf("LogConnections: no connection in the log (%v)", err)
+				}
+			}
+			if err := s.Freeze(); err != nil { // Stop must end a frozen server too
 				t.Fatal(err)
 			}
 			start := time.Now()

@@ -52,16 +52,16 @@ func WithServers(m TestingM, setup func(pg, maria *Server)) TestingM {
 	})
 }
 
-// StartBoth starts PostgreSQL and MariaDB concurrently. On error neither
-// server is left running.
-func StartBoth(ctx context.Context) (pg, maria *Server, err error) {
-	if _, err := useDocker(); err != nil {
+// StartBoth starts PostgreSQL and MariaDB concurrently, both with opts. On
+// error neither server is left running.
+func StartBoth(ctx context.Context, opts ...Option) (pg, maria *Server, err error) {
+	if _, err := newOptions(opts).backendDocker(); err != nil {
 		return nil, nil, err // report a backend error once, not per server
 	}
 	var wg sync.WaitGroup
 	var pgErr, mariaErr error
-	wg.Go(func() { pg, pgErr = StartPostgres(ctx) })
-	wg.Go(func() { maria, mariaErr = StartMariaDB(ctx) })
+	wg.Go(func() { pg, pgErr = StartPostgres(ctx, opts...) })
+	wg.Go(func() { maria, mariaErr = StartMariaDB(ctx, opts...) })
 	wg.Wait()
 	if err := errors.Join(pgErr, mariaErr); err != nil {
 		for _, s := range []*Server{pg, maria} {

@@ -1,0 +1,62 @@
+package chaos
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestWrappedDriverErrorsRedacted: an error of the wrapped driver that
+// quotes its DSN reaches the caller without the password, and still
+// unwraps to the driver's error.
+func TestWrappedDriverErrorsRedacted(t *testing.T) {
+	const pw = "hunter2-xyz"
+	for _, dsn := range []string{
+		"fake:fail-open?password=" + pw,
+		"app:" + pw + "@tcp(h)/fail-open",
+		"postgres://app:" + pw + "@h/fail-open",
+		"host=h password=" + pw + " dbname=fail-open",
+	} {
+		c, err := NewConnector(Config{DriverName: fakeName, DSN: dsn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Connect(ctxT(t))
+		c.Close()
+		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "fake: cannot open") {
+			t.Errorf("%q: Connect = %v, want the driver's error without the password", dsn, err)
+		}
+		if errors.Unwrap(err) == nil {
+			t.Errorf("%q: the driver's error is not reachable", dsn)
+		}
+	}
+}
+
+func TestSecretsOf(t *testing.T) {
+	got := secretsOf("pgx", "postgres://u:p%40ss%2Fword@h/db?sslpassword=key-pw")
+	for _, want := range []string{"p@ss/word", "p%40ss%2Fword", "key-pw"} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("secretsOf = %q, want %q among them", got, want)
+		}
+	}
+	if got := secretsOf("mysql", "u:ab@tcp(h)/db"); len(got) != 0 {
+		t.Errorf("secretsOf(a 2-byte password) = %q: too short to search for", got)
+	}
+}
+
+// TestParseErrorsRedacted: the wrapped driver's own parser rejects a DSN
+// without showing its password.
+func TestParseErrorsRedacted(t *testing.T) {
+	const pw = "hunter2-xyz"
+	for _, tc := range []struct{ driver, dsn string }{
+		{"pgx", "postgres://app:" + pw + "@h:notaport/db"},
+		{"pgx", "host=h password=" + pw + " port=notaport"},
+		{"mysql", "app:" + pw + "@tcp(h)/db?timeout=forever"},
+		{"mysql", "app:" + pw + "@tcp(h)"},
+	} {
+		_, err := NewConnector(Config{DriverName: tc.driver, DSN: tc.dsn})
+		if err == nil || strings.Contains(err.Error(), pw) {
+			t.Errorf("%s %q: NewConnector = %v, want an error without the password", tc.driver, tc.dsn, err)
+		}
+	}
+}
