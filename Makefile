@@ -33,10 +33,13 @@ faults: ## the fault suite alone (issue 9; ~2 min): every pool under kill, limit
 	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 5m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
 		status=$$?; echo; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
 
-lint: ## go vet, staticcheck and a gofmt check on every module
+lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
-	@for m in $(MODULES); do (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
+	@for m in $$(git ls-files go.mod '*/go.mod' | xargs -n1 dirname); do \
+		echo "lint: $$m"; \
+		(cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
+			$(GO) mod tidy -diff) || exit 1; \
+	done
 
 bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios to gobreaker, x/time/rate, failsafe-go)
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios

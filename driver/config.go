@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
 	"io"
@@ -29,25 +30,67 @@ type Config struct {
 	// DSN, which must then be empty (configuration in code; not expressible
 	// in a DSN).
 	Connector driver.Connector
-	// Pool configures the pool (and its leak tracking).
+	// Pool configures the pool (and its leak tracking), as pool.Config
+	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
+	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
+	// reported, and a negative threshold means no hold-time report
+	// (respool_leak_threshold=off).
 	Pool pool.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
+	// InitSQL are statements run in order, each on its own, on every new
+	// connection before its first use (respool_init_sql, given once per
+	// statement), such as "SET application_name = 'orders'" or
+	// "SET search_path TO app, public". A statement that fails fails the
+	// creation: the caller gets the server's error (errors.As finds the
+	// real driver's type) and the connection is closed. A value holding
+	// several statements is sent as one: pgx runs them all (one without
+	// arguments goes by the simple protocol); go-sql-driver/mysql only with
+	// its multiStatements parameter.
+	InitSQL []string
+
+	// The hooks below are respool's factory.Hooks for database/sql, in the
+	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
+	// *stdlib.Conn, whose Conn method gives the *pgx.Conn), and is bounded by
+	// a timeout of the pool; AfterConnect and BeforeAcquire get a context
+	// with the values of the context of the caller whose query needs the
+	// connection. Their errors are treated as a failed creation's: the
+	// connection is closed, and the error (its password redacted) is logged
+	// as "connection refused", or, for AfterConnect, returned to the caller
+	// (logged as "create failed" when no caller waits for it).
+
+	// AfterConnect prepares every new connection, after InitSQL, within
+	// the creation: under Pool.CreateTimeout, which the pool enforces. An
+	// error fails the creation: the caller whose query asked for the
+	// connection gets it, as it would the real driver's connection error.
+	AfterConnect func(ctx context.Context, conn driver.Conn) error
+	// BeforeAcquire checks a connection taken from idle before it is handed
+	// to the caller, after the real driver's ResetSession passed it: in the
+	// caller's goroutine, with the caller's context bounded by
+	// Pool.TestTimeout (a hook that ignores its context is not cut short).
+	// An error rejects the connection: it is closed, and the pool takes
+	// another or makes a new one, which is not checked (AfterConnect has
+	// just prepared it).
+	BeforeAcquire func(ctx context.Context, conn driver.Conn) error
+	// AfterRelease runs after database/sql is done with a connection, in
+	// the background, before the connection is idle again: bounded by
+	// Pool.TestTimeout, which the pool enforces, and by Close. An error, or
+	// running past the timeout, discards the connection. It costs a
+	// goroutine per give-back; nil costs nothing.
+	AfterRelease func(ctx context.Context, conn driver.Conn) error
+
 	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
-	// for connections still in use to come back and be closed. Zero means
-	// no wait: Close returns at once and they are closed as they come back.
+	// for connections still in use to come back and be closed
+	// (respool_close_timeout). Zero means no wait: Close returns at once and
+	// they are closed as they come back. Negative is refused.
 	CloseTimeout time.Duration
-	// LeakAsGiven makes NewConnector use Pool.Leak exactly as given. Without
-	// it, a zero Pool.Leak.HoldThreshold means DefaultHoldThreshold, the
-	// database/sql path's default, instead of no hold-time report.
-	LeakAsGiven bool
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields); or a pool configuration that
-// pool.Config.Validate refuses.
+// belong in the Config's fields); a negative CloseTimeout; an empty InitSQL
+// statement; or a pool configuration that pool.Config.Validate refuses.
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
 // configuration, errors.As finds the *pool.ConfigError naming the field.
@@ -68,10 +111,35 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
 			ErrInvalidConfig, quoteForError(params[0].key))
 	}
-	if err := c.Pool.Validate(); err != nil {
+	if c.CloseTimeout < 0 {
+		return fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)
+	}
+	for i, q := range c.InitSQL {
+		if strings.TrimSpace(q) == "" {
+			return fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
+		}
+	}
+	if err := c.poolConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// poolConfig returns the configuration NewConnector gives the pool: Pool
+// with the database/sql path's defaults, an empty Name as "respool(DRIVER)"
+// and Leak.HoldThreshold as Config.Pool documents it.
+func (c *Config) poolConfig() pool.Config {
+	pc := c.Pool
+	if pc.Name == "" {
+		pc.Name = "respool(" + driverLabel(*c) + ")"
+	}
+	switch {
+	case pc.Leak.HoldThreshold == 0:
+		pc.Leak.HoldThreshold = DefaultHoldThreshold
+	case pc.Leak.HoldThreshold < 0:
+		pc.Leak.HoldThreshold = 0 // the pool's "no report"
+	}
+	return pc
 }
 
 // String describes c for logs without its password: the driver, the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -15,10 +16,11 @@ import (
 // when database/sql puts it in its idle list (IsValid), the real connection
 // goes back to respool's pool and the conn keeps nothing but its shell;
 // when database/sql takes it again (ResetSession), it takes a connection
-// from the pool (Connector.take: bounded by the caller's context, subject to
-// the pool's queue, and checked by the real driver's ResetSession). So
-// database/sql's idle list holds no connection, and respool's pool alone
-// decides how many exist, how long they idle, who waits and who leaked.
+// from the pool (bounded by the caller's context, subject to the pool's
+// queue, and checked by the real driver's ResetSession: see
+// physFactory.beforeHandOut). So database/sql's idle list holds no
+// connection, and respool's pool alone decides how many exist, how long
+// they idle, who waits and who leaked.
 //
 // Giving a connection back does no I/O: it cannot block.
 //
@@ -35,6 +37,9 @@ type conn struct {
 	inner  driver.Conn              // pc's real connection; nil while detached
 	broken bool                     // the attached connection failed with driver.ErrBadConn
 	closed bool
+	// takeErr is why the last take (ResetSession) gave the detached conn no
+	// connection: its calls return it (see attach).
+	takeErr error
 
 	// lent is set while rows hold the Handle; written under mu. Once the
 	// connection is reclaimed it stays set, so that every call takes mu and
@@ -89,6 +94,8 @@ func (c *conn) ready() error {
 	switch {
 	case c.reclaimed:
 		return errReclaimed
+	case c.inner == nil && c.takeErr != nil:
+		return c.takeErr
 	case c.inner == nil:
 		return errDetached
 	}
@@ -113,31 +120,37 @@ func (c *conn) check(err error) error {
 
 func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 
-// attach takes a connection from the pool. A refusal (queue full, context
-// ended, pool closed, creation failed) is reported as driver.ErrBadConn, so
-// that database/sql drops the shell and ends with Connector.Connect, which
-// returns the pool's own error to the caller.
-func (c *conn) attach(ctx context.Context) error {
-	h, pc, err := c.c.take(ctx)
+// attach takes a connection from the pool for database/sql reusing the
+// shell. A failed take (queue full, AcquireTimeout, context ended, pool
+// closed, creation failed) is kept in takeErr, and the call database/sql
+// then makes on the shell returns it to the caller: database/sql ignores an
+// error of ResetSession other than driver.ErrBadConn, and on that one it
+// would retry twice more, each retry waiting again (three AcquireTimeouts
+// for one query). So a query waits once, and its caller gets the pool's
+// error (or the real driver's, when making a connection failed), as
+// Connector.Connect returns it.
+func (c *conn) attach(ctx context.Context) {
+	h, err := c.c.pool.Take(ctx)
 	if err != nil {
-		return driver.ErrBadConn
+		c.takeErr = takeError(err)
+		return
 	}
-	c.setAttached(h, pc)
-	return nil
+	c.takeErr = nil
+	c.setAttached(h)
 }
 
-func (c *conn) setAttached(h pool.Handle[driver.Conn], pc *physConn) {
+func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
+	pc := h.Value().(*physConn)
 	c.h, c.pc, c.inner = h, pc, pc.Conn
 	pc.shell.Store(c)
 }
 
 // release gives the attached connection back to the pool, or discards it
-// when it is broken. GiveBack
-// validates it too (driver.Validator). Nothing here waits on the network:
-// the real driver's ResetSession runs when the connection is next taken
-// (Connector.take). The conn is then a detached shell. If rows still hold
-// the Handle (not done through database/sql), they give it back as they
-// close.
+// when it is broken. GiveBack validates it too (driver.Validator). Nothing
+// here waits on the network: the real driver's ResetSession runs when the
+// connection is next taken (physFactory.beforeHandOut). The conn is then a
+// detached shell. If rows still hold the Handle (not done through
+// database/sql), they give it back as they close.
 func (c *conn) release() error {
 	p, h, broken := c.c.pool, c.h, c.broken
 	c.pc.shell.Store(nil)
@@ -290,6 +303,9 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
+	if c.inner == nil && c.takeErr != nil {
+		return c.takeErr // the first call database/sql makes with arguments
+	}
 	if nc, ok := c.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)
 	}
@@ -297,10 +313,11 @@ func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
 }
 
 // ResetSession is called by database/sql before it reuses an idle conn: the
-// conn takes a connection from the pool, which the real driver's
-// ResetSession checks (Connector.take). On an attached conn (not reached
-// through database/sql, which detaches a conn as it goes idle) it asks the
-// real connection whether its session can be reused.
+// conn takes a connection from the pool, which checks it with the real
+// driver's ResetSession (physFactory.beforeHandOut). On an attached conn
+// (not reached through database/sql, which detaches a conn as it goes idle)
+// it asks the real connection whether its session can be reused, within
+// the pool's TestTimeout.
 func (c *conn) ResetSession(ctx context.Context) error {
 	locked := c.lock()
 	defer c.unlock(locked)
@@ -308,11 +325,14 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	case c.reclaimed:
 		return errReclaimed
 	case c.inner == nil:
-		return c.attach(ctx)
+		c.attach(ctx)
+		return nil // a failed take is the error of the shell's next call (see attach)
 	case c.broken:
 		return driver.ErrBadConn
 	}
-	if err := c.c.reset(ctx, c.pc); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, c.c.testTimeout)
+	defer cancel()
+	if err := factory.ResetSession(ctx, c.inner); err != nil {
 		c.broken = true
 		return driver.ErrBadConn
 	}

@@ -28,17 +28,22 @@ func openFaultDB(t *testing.T, m *mockDB, legacy bool, pc pool.Config) (*sql.DB,
 	return db, c, fc
 }
 
-// checkPool waits until c's pool has made creates connections, discarded
-// discarded of them and keeps total, all idle (see waitStats), and fails the
-// test if it does not get there.
-func checkPool(t *testing.T, c *Connector, creates, discarded uint64, total int) {
+// checkPool waits until c's pool has made creates connections, dropped
+// dropped of them as broken and keeps total, all idle (see waitStats), and
+// fails the test if it does not get there. A connection is dropped when a
+// conn discards it (it failed with driver.ErrBadConn) or when the check of
+// a connection taken from idle refuses it (DestroyRejected).
+func checkPool(t *testing.T, c *Connector, creates, dropped uint64, total int) {
 	t.Helper()
+	droppedOf := func(s pool.Stats) uint64 {
+		return s.Destroyed(pool.DestroyDiscarded) + s.Destroyed(pool.DestroyRejected)
+	}
 	s := waitStats(t, c, func(s pool.Stats) bool {
-		return s.Creates == creates && s.Destroyed(pool.DestroyDiscarded) == discarded && s.Total == total && s.Idle == total
+		return s.Creates == creates && droppedOf(s) == dropped && s.Total == total && s.Idle == total
 	})
-	if s.Creates != creates || s.Destroyed(pool.DestroyDiscarded) != discarded || s.Total != total || s.Idle != total {
-		t.Errorf("pool Creates %d, Destroyed(DestroyDiscarded) %d, Total %d, Idle %d; want %d, %d, %d, %d",
-			s.Creates, s.Destroyed(pool.DestroyDiscarded), s.Total, s.Idle, creates, discarded, total, total)
+	if s.Creates != creates || droppedOf(s) != dropped || s.Total != total || s.Idle != total {
+		t.Errorf("pool Creates %d, dropped (discarded or rejected) %d, Total %d, Idle %d; want %d, %d, %d, %d",
+			s.Creates, droppedOf(s), s.Total, s.Idle, creates, dropped, total, total)
 	}
 }
 
@@ -415,6 +420,35 @@ func TestDeadIdleConnectionsAreDiscardedWhenTaken(t *testing.T) {
 		t.Errorf("connections serving each query %v; want the last on a new connection %d", served, n+1)
 	}
 	checkPool(t, c, n+1, n, 1)
+	m.met(t)
+}
+
+// A connection the pool made on its own (MinIdle) and that idled is checked
+// when it is first taken, as every connection taken from idle is: one the
+// server ended while it idled never serves a query.
+func TestNeverUsedIdleConnectionIsCheckedWhenTaken(t *testing.T) {
+	m := newMock(t)
+	m.expectInt("SELECT 1", 1)
+	db, c, fc := openFaultDB(t, m, false, pool.Config{MaxObjects: 2, MinIdle: 1})
+	ctx := context.Background()
+	waitStats(t, c, func(s pool.Stats) bool { return s.Idle == 1 })
+	first := fc.conn(t, 1)
+	first.setResetErr(sqldriver.ErrBadConn) // ended by the server while it idled
+	first.dead.Store(true)
+	if n, err := queryInt(ctx, db, "SELECT 1"); err != nil || n != 1 {
+		t.Fatalf("query = %d, %v", n, err)
+	}
+	if served := fc.servedBy(); slices.Contains(served, 1) {
+		t.Errorf("connections serving each query %v: the dead idle connection 1 served", served)
+	}
+	if n := len(first.resetCalls()); n != 1 {
+		t.Errorf("ResetSession called %d times on the idle connection; want 1", n)
+	}
+	// MinIdle may have the pool make another connection meanwhile.
+	waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyRejected) == 1 })
+	if !first.closed.Load() {
+		t.Error("the dead connection was not closed")
+	}
 	m.met(t)
 }
 

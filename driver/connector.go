@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
+	"log/slog"
 	"time"
 
 	"github.com/respool/respool/factory"
@@ -19,11 +19,9 @@ import (
 type Connector struct {
 	pool         *pool.Pool[driver.Conn] // of *physConn
 	testTimeout  time.Duration           // the pool's TestTimeout
-	maxObjects   int                     // the pool's MaxObjects
 	closeTimeout time.Duration           // Config.CloseTimeout
 
-	resetBound atomic.Pointer[sharedBound] // see bound
-	stmts      stmtRegistry                // open statements, by query
+	stmts stmtRegistry // open statements, by query
 }
 
 var (
@@ -42,11 +40,11 @@ const DefaultHoldThreshold = 5 * time.Minute
 // NewConnector validates cfg and starts its pool. Until it is closed, the
 // Connector is listed by Connectors and found by Lookup under its name.
 //
-// Unless cfg.LeakAsGiven is set, a zero Pool.Leak.HoldThreshold means
-// DefaultHoldThreshold, so that every leak made through database/sql is
-// reported out of the box: a *sql.Rows dropped without Close by the garbage
-// collector, a *sql.Tx or *sql.Conn never ended by hold time (see the
-// package documentation). Stacks are not recorded by default: that costs a
+// A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
+// one, respool_leak_threshold=off, no hold-time report), so that every leak
+// made through database/sql is reported out of the box: a *sql.Rows dropped
+// without Close by the garbage collector, a *sql.Tx or *sql.Conn never
+// ended by hold time (see the package documentation). Stacks are not recorded by default: that costs a
 // stack walk and two allocations per take, a few microseconds of CPU per
 // query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
 // (respool_leak_stack) turns them on.
@@ -58,20 +56,21 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := cfg.Pool
-	if pc.Name == "" {
-		pc.Name = "respool(" + driverLabel(cfg) + ")"
-	}
-	if !cfg.LeakAsGiven && pc.Leak.HoldThreshold == 0 {
-		pc.Leak.HoldThreshold = DefaultHoldThreshold
-	}
+	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
-	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts}
+	hooks := &connHooks{
+		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,
+		beforeAcquire: cfg.BeforeAcquire, afterRelease: cfg.AfterRelease,
+		secrets: secretsOf(cfg.DSN), logger: pc.Logger, poolName: pc.Name,
+	}
+	if hooks.logger == nil {
+		hooks.logger = slog.Default() // as the pool's
+	}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks}
 	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
 		return nil, err
 	}
-	pcfg := c.pool.Config()
-	c.testTimeout, c.maxObjects = pcfg.TestTimeout, pcfg.MaxObjects
+	c.testTimeout = c.pool.Config().TestTimeout
 	register(c) // until Close: Connectors, Lookup
 	return c, nil
 }
@@ -140,22 +139,29 @@ func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, redactError(err, c.secrets)
 }
 
-// Connect takes a connection from the pool (see conn.ResetSession for what
-// is checked). A refused or failed take returns the pool's error
+// Connect takes a connection from the pool (see physFactory.beforeHandOut
+// for what is checked). A refused or failed take returns the pool's error
 // (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or the real driver's
 // own error when making a connection failed.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	h, pc, err := c.take(ctx)
+	h, err := c.pool.Take(ctx)
 	if err != nil {
-		var ce *pool.CreateError
-		if errors.As(err, &ce) {
-			return nil, ce.Err // the real driver's value, as its users expect
-		}
-		return nil, err
+		return nil, takeError(err)
 	}
 	cn := &conn{c: c}
-	cn.setAttached(h, pc)
+	cn.setAttached(h)
 	return cn, nil
+}
+
+// takeError is the error of a failed Take as the caller sees it: the real
+// driver's own value when making a connection failed, as its users expect,
+// else the pool's.
+func takeError(err error) error {
+	var ce *pool.CreateError
+	if errors.As(err, &ce) {
+		return ce.Err
+	}
+	return err
 }
 
 // Driver returns respool's Driver.
@@ -178,9 +184,6 @@ func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 // context.DeadlineExceeded, if some are still in use then.
 func (c *Connector) Close() error {
 	unregister(c)
-	if b := c.resetBound.Load(); b != nil {
-		defer b.cancel()
-	}
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
 		return nil

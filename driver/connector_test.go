@@ -548,6 +548,95 @@ func TestQueueFull(t *testing.T) {
 	}
 }
 
+// Pool.AcquireTimeout (respool_acquire_timeout) bounds the wait for a
+// connection apart from the caller's context: the caller gets an error that
+// matches pool.ErrAcquireTimeout and names the bound, after one wait, whether
+// database/sql reuses one of its idle shells or asks for a new connection.
+// A caller whose own context ends first gets the context's error.
+func TestAcquireTimeout(t *testing.T) {
+	for _, path := range []string{"idle shell", "Connect"} {
+		t.Run(path, func(t *testing.T) {
+			m := newMock(t)
+			m.expectInt("SELECT 1", 1)
+			const conns = 2
+			// MinIdle makes the connections in the background: no take
+			// below waits for a creation, which could outlast the bound on
+			// a loaded machine.
+			db, c := openMockDB(t, m, pool.Config{MaxObjects: conns, MinIdle: conns, AcquireTimeout: 20 * time.Millisecond})
+			waitStats(t, c, func(s pool.Stats) bool { return s.Idle == conns })
+			ctx := context.Background()
+			if path == "Connect" {
+				db.SetMaxIdleConns(-1) // no shell kept: every use calls Connect
+			} else {
+				var shells []*sql.Conn // database/sql keeps them idle once closed
+				for range conns {
+					sc, err := db.Conn(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					shells = append(shells, sc)
+				}
+				for _, sc := range shells {
+					sc.Close()
+				}
+				if st := db.Stats(); st.Idle != conns {
+					t.Fatalf("database/sql keeps %d idle shells; want %d", st.Idle, conns)
+				}
+			}
+			var held []pool.Handle[sqldriver.Conn] // every connection, outside database/sql
+			for range conns {
+				h, err := c.Pool().Take(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, h)
+			}
+
+			_, err := queryInt(ctx, db, "SELECT 1")
+			var ae *pool.AcquireTimeoutError
+			if !errors.Is(err, pool.ErrAcquireTimeout) || !errors.As(err, &ae) || ae.Bound != 20*time.Millisecond ||
+				!strings.Contains(err.Error(), "AcquireTimeout 20ms") {
+				t.Fatalf("query on a full pool: %v; want a *pool.AcquireTimeoutError naming the 20ms bound", err)
+			}
+			if s := c.Stats(); s.AcquireTimeouts != 1 {
+				t.Errorf("pool AcquireTimeouts %d; want 1 (one wait per query, not one per retry of database/sql)", s.AcquireTimeouts)
+			}
+
+			// The caller's context ends while it waits, before the bound.
+			c2 := newTestConnector(t, Config{DriverName: "sqlmock", DSN: m.dsn,
+				Pool: pool.Config{MaxObjects: 1, AcquireTimeout: time.Hour}})
+			db2 := sql.OpenDB(c2)
+			defer db2.Close()
+			h2, err := c2.Pool().Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			res := make(chan error, 1)
+			go func() {
+				_, err := queryInt(cctx, db2, "SELECT 1")
+				res <- err
+			}()
+			waitForWaiting(t, c2, 1)
+			cancel()
+			if err := <-res; !errors.Is(err, context.Canceled) || errors.Is(err, pool.ErrAcquireTimeout) {
+				t.Errorf("query whose context ended while it waited: %v; want the context's error", err)
+			}
+			_ = c2.Pool().GiveBack(h2)
+
+			for _, h := range held {
+				if err := c.Pool().GiveBack(h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := queryInt(ctx, db, "SELECT 1"); err != nil || n != 1 {
+				t.Fatalf("query once connections are back = %d, %v", n, err)
+			}
+			m.met(t)
+		})
+	}
+}
+
 func TestDBCloseClosesThePool(t *testing.T) {
 	m := newMock(t)
 	m.expectInt("SELECT 1", 1)
@@ -746,6 +835,8 @@ func TestNewConnectorRefusesBadConfig(t *testing.T) {
 		{DriverName: "sqlmock", Connector: &refusingConnector{}},
 		{DriverName: DriverName},
 		{DriverName: "sqlmock", Pool: pool.Config{MaxObjects: -1}},
+		{DriverName: "sqlmock", InitSQL: []string{"SET a", " "}},
+		{DriverName: "sqlmock", CloseTimeout: -time.Second},
 	} {
 		if c, err := NewConnector(cfg); !errors.Is(err, ErrInvalidConfig) {
 			if c != nil {

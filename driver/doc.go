@@ -4,7 +4,26 @@
 //
 //	db, err := sql.Open("respool", "postgres://app@db/app?respool_max_conns=10")
 //	db, err := sql.Open("respool", "app:pw@tcp(db:3306)/app?respool_max_conns=10")
-//	db := sql.OpenDB(connector) // connector, err := driver.NewConnector(cfg)
+//	db := sql.OpenDB(connector) // connector, err := respool.NewConnector(cfg)
+//
+// # Import name
+//
+// The package is named driver, as database/sql/driver is, whose types
+// (driver.Conn, driver.Connector) its API uses. Import it as respool, so
+// that the two do not shadow each other and respool.Config reads as what it
+// is:
+//
+//	import (
+//		"database/sql/driver"
+//
+//		respool "github.com/respool/respool/driver"
+//	)
+//
+//	cfg.AfterConnect = func(ctx context.Context, conn driver.Conn) error { … }
+//	c, err := respool.NewConnector(*cfg)
+//
+// The documentation and examples use that name. Only for its registration
+// (sql.Open("respool", …)) import it blank: _ "github.com/respool/respool/driver".
 //
 // respool's keys (prefix respool_) configure the pool and are removed before
 // the DSN reaches the real driver; see ParseDSN for the keys and how the real
@@ -23,19 +42,23 @@
 //
 // # Reuse and give-back
 //
-// A connection taken for reuse is checked first, with the caller's context,
-// by the real driver's ResetSession (pgx pings a connection that idled and
-// refuses one left inside a transaction; go-sql-driver/mysql notices a
-// connection the server closed); one it refuses is closed and another taken,
-// so that sessions the server ended (a restart, pg_terminate_backend, KILL,
-// an idle timeout) fail no query. The check ends with the caller's context,
-// or after the pool's TestTimeout when that context cannot end. Giving a
+// A connection taken from the pool's idle connections (whether used before
+// or made by the pool on its own, for MinIdle) is checked first, with the
+// caller's context, by the real driver's ResetSession (pgx pings a
+// connection that idled and refuses one left inside a transaction;
+// go-sql-driver/mysql notices a connection the server closed); one it
+// refuses is closed and the pool looks for another, so that sessions the
+// server ended (a restart, pg_terminate_backend, KILL, an idle timeout) fail
+// no query. The pool runs the check as its factory.Hooks.BeforeHandOut: it
+// ends with the caller's context or after the pool's TestTimeout, whichever
+// comes first. A connection made for the caller is not checked. Giving a
 // connection back does no I/O, so it cannot hang on a network that stopped.
 //
 // sql.DB.Close returns at once, as it does with the plain drivers: idle
 // connections are closed, connections in use are closed as they come back,
-// and a lost one when the leak detector finds it. Config.CloseTimeout makes
-// Close wait for the last one, within that bound.
+// and a lost one when the leak detector finds it. Config.CloseTimeout
+// (respool_close_timeout) makes Close wait for the last one, within that
+// bound.
 //
 // # database/sql's settings
 //
@@ -80,7 +103,9 @@
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
 //     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
-//     (DefaultHoldThreshold, 5m, on this path), and keeps its connection.
+//     (DefaultHoldThreshold, 5m, on this path; respool_leak_threshold=off,
+//     a negative threshold in code, turns the report off), and keeps its
+//     connection.
 //
 // # The real connection
 //
@@ -96,7 +121,7 @@
 // default. A *sql.DB from sql.Open reaches its pool's Stats this way:
 //
 //	db, err := sql.Open("respool", "postgres://app@db/app?respool_name=orders")
-//	stats := driver.Lookup("orders").Stats()
+//	stats := respool.Lookup("orders").Stats()
 //
 // Names need not be unique; Lookup returns the oldest open Connector of a
 // name.
@@ -107,5 +132,13 @@
 // &pgErr), err.(*mysql.MySQLError) keep working), including those of a failed
 // connection attempt. respool's own errors are respool's types. A Take
 // refused because the wait queue is full reaches the caller of QueryContext
-// as an error for which errors.Is(err, pool.ErrQueueFull) holds.
+// as an error for which errors.Is(err, pool.ErrQueueFull) holds; one that
+// waited Pool.AcquireTimeout (respool_acquire_timeout) in vain as a
+// *pool.AcquireTimeoutError (errors.Is(err, pool.ErrAcquireTimeout)) that
+// names the bound; one whose context ended as the context's error. A call
+// waits once: when database/sql reuses one of its idle shells and the take
+// fails, respool returns the failure from the shell's first call instead of
+// driver.ErrBadConn, on which database/sql would try twice more, waiting
+// each time. So sql.DB.Conn can return a *sql.Conn that got no connection:
+// its calls return that error; close it and ask again.
 package driver

@@ -28,7 +28,7 @@ func (c *Config) FormatDSN() string {
 		if k.name == dsnKeyDriver {
 			continue
 		}
-		if v := k.format(c); v != "" {
+		for _, v := range k.formatAll(c) {
 			pairs = append(pairs, [2]string{k.name, v})
 		}
 	}

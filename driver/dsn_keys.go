@@ -21,6 +21,7 @@ const (
 	dsnDuration
 	dsnBool
 	dsnString
+	dsnStrings // a list: the key may be given more than once, each value appended
 )
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -31,10 +32,12 @@ type dsnKey struct {
 	accepted string // for errors: what the key accepts
 	min      int    // dsnInt: the smallest value accepted
 	positive bool   // dsnDuration: zero is not accepted
-	none     bool   // dsnDuration: "none" is accepted and stored as -1 (no limit)
-	invert   bool   // dsnBool: the field holds the negation of the value
+	// off, for a dsnDuration, is a word (any case) accepted and stored as
+	// -1: "none" for no limit, "off" for no report.
+	off    string
+	invert bool // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool or *string according to kind.
+	// *bool, *string or *[]string according to kind.
 	field func(c *Config) any
 }
 
@@ -42,6 +45,7 @@ const (
 	dsnKeyDriver  = "respool_driver"
 	dsnKeyName    = "respool_name"
 	dsnKeyMinIdle = "respool_min_idle"
+	dsnKeyInitSQL = "respool_init_sql"
 )
 
 // dsnKeys lists every respool key in canonical order, the order in which
@@ -57,7 +61,7 @@ var dsnKeys = []dsnKey{
 		field: func(c *Config) any { return &c.Pool.MaxObjects }},
 	{name: dsnKeyMinIdle, kind: dsnInt, min: 0, accepted: "an integer ≥ 0",
 		field: func(c *Config) any { return &c.Pool.MinIdle }},
-	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, none: true,
+	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, off: "none",
 		accepted: `a duration > 0 such as 5m, or "none" for no limit`,
 		field:    func(c *Config) any { return &c.Pool.MaxIdle }},
 	{name: "respool_max_lifetime", kind: dsnDuration,
@@ -68,6 +72,9 @@ var dsnKeys = []dsnKey{
 		field:    func(c *Config) any { return &c.Pool.MaxLifetimeJitter }},
 	{name: "respool_max_queue", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Pool.MaxQueueSize }},
+	{name: "respool_acquire_timeout", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 2s (0: no bound but the caller's context)",
+		field:    func(c *Config) any { return &c.Pool.AcquireTimeout }},
 	{name: "respool_max_concurrent_creates", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Pool.MaxConcurrentCreates }},
 	{name: "respool_create_timeout", kind: dsnDuration, positive: true,
@@ -79,16 +86,22 @@ var dsnKeys = []dsnKey{
 	{name: "respool_validation_interval", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Pool.ValidationInterval }},
+	{name: "respool_close_timeout", kind: dsnDuration,
+		accepted: "a duration ≥ 0 such as 30s (0: Close does not wait)",
+		field:    func(c *Config) any { return &c.CloseTimeout }},
 	{name: "respool_test_query", kind: dsnString, accepted: "a string",
 		field: func(c *Config) any { return &c.TestQuery }},
+	{name: dsnKeyInitSQL, kind: dsnStrings,
+		accepted: "one SQL statement, not empty (give the key once per statement)",
+		field:    func(c *Config) any { return &c.InitSQL }},
 	{name: "respool_leak_detection", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.Leak.Disabled }},
 	{name: "respool_leak_stack", kind: dsnBool,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.Leak.CaptureStack }},
-	{name: "respool_leak_threshold", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 1m (0 turns the report off)",
+	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: "off",
+		accepted: `a duration > 0 such as 1m, or "off" for no hold-time report`,
 		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
 }
 
@@ -120,7 +133,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		}
 		*p = n
 	case *time.Duration:
-		if k.none && strings.EqualFold(v, "none") {
+		if k.off != "" && strings.EqualFold(v, k.off) {
 			*p = -1
 			return true
 		}
@@ -143,12 +156,29 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			return false
 		}
 		*p = v
+	case *[]string:
+		if strings.TrimSpace(v) == "" {
+			return false
+		}
+		*p = append(*p, v)
 	}
 	return true
 }
 
+// formatAll returns the values FormatDSN writes for c's field, one pair
+// each: none when the field has its zero value.
+func (k *dsnKey) formatAll(c *Config) []string {
+	if p, ok := k.field(c).(*[]string); ok {
+		return *p
+	}
+	if v := k.format(c); v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
 // format returns the value FormatDSN writes for c's field, or "" when the
-// field has its zero value.
+// field has its zero value. A list is formatted by formatAll.
 func (k *dsnKey) format(c *Config) string {
 	switch p := k.field(c).(type) {
 	case *int:
@@ -157,8 +187,8 @@ func (k *dsnKey) format(c *Config) string {
 		}
 	case *time.Duration:
 		switch {
-		case *p < 0 && k.none:
-			return "none"
+		case *p < 0 && k.off != "":
+			return k.off
 		case *p != 0:
 			return p.String()
 		}
@@ -178,14 +208,16 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 	case *int:
 		return slog.IntValue(*p), *p != 0
 	case *time.Duration:
-		if *p < 0 && k.none {
-			return slog.StringValue("none"), true
+		if *p < 0 && k.off != "" {
+			return slog.StringValue(k.off), true
 		}
 		return slog.DurationValue(*p), *p != 0
 	case *bool:
 		return slog.BoolValue(*p != k.invert), *p
 	case *string:
 		return slog.StringValue(*p), *p != ""
+	case *[]string:
+		return slog.AnyValue(*p), len(*p) > 0
 	}
 	return slog.Value{}, false
 }

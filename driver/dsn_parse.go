@@ -30,14 +30,17 @@ import (
 //	respool_max_lifetime            Pool.MaxLifetime           duration ≥ 0
 //	respool_max_lifetime_jitter     Pool.MaxLifetimeJitter     duration ≥ 0
 //	respool_max_queue               Pool.MaxQueueSize          integer ≥ 1
+//	respool_acquire_timeout         Pool.AcquireTimeout        duration ≥ 0
 //	respool_max_concurrent_creates  Pool.MaxConcurrentCreates  integer ≥ 1
 //	respool_create_timeout          Pool.CreateTimeout         duration > 0
 //	respool_test_timeout            Pool.TestTimeout           duration > 0
 //	respool_validation_interval     Pool.ValidationInterval    duration > 0
+//	respool_close_timeout           CloseTimeout               duration ≥ 0
 //	respool_test_query              TestQuery                  string
+//	respool_init_sql                InitSQL                    SQL statement; once per statement
 //	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
-//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration ≥ 0
+//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration > 0, or off (-1)
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //
@@ -71,8 +74,9 @@ import (
 //
 // Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
-// the closest key for an unknown one. A key given twice is an error. Errors
-// never hold the DSN or its password.
+// the closest key for an unknown one. A key given twice is an error, but
+// respool_init_sql, which is given once per statement. Errors never hold
+// the DSN or its password.
 func ParseDSN(dsn string) (*Config, error) {
 	form := dsnFormOf(dsn)
 	rest, params, err := dsnSplit(dsn, form)
@@ -88,7 +92,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		if k == nil {
 			return nil, &DSNError{Key: p.key, Suggestion: dsnSuggest(p.key)}
 		}
-		if seen[k.name] {
+		if seen[k.name] && k.kind != dsnStrings {
 			return nil, &DSNError{Key: p.key, Value: p.value, Duplicate: true}
 		}
 		seen[k.name] = true

@@ -358,6 +358,8 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_max_lifetime_jitter=1m", Config{Pool: pool.Config{MaxLifetimeJitter: time.Minute}}},
 		{"respool_max_queue=1", Config{Pool: pool.Config{MaxQueueSize: 1}}},
 		{"respool_max_concurrent_creates=2", Config{Pool: pool.Config{MaxConcurrentCreates: 2}}},
+		{"respool_acquire_timeout=2s", Config{Pool: pool.Config{AcquireTimeout: 2 * time.Second}}},
+		{"respool_acquire_timeout=0", Config{}},
 		{"respool_create_timeout=3s", Config{Pool: pool.Config{CreateTimeout: 3 * time.Second}}},
 		{"respool_test_timeout=500ms", Config{Pool: pool.Config{TestTimeout: 500 * time.Millisecond}}},
 		{"respool_validation_interval=1m", Config{Pool: pool.Config{ValidationInterval: time.Minute}}},
@@ -369,8 +371,14 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_leak_stack=1", Config{Pool: pool.Config{Leak: leak.Config{CaptureStack: true}}}},
 		{"respool_leak_stack=off", Config{}},
 		{"respool_leak_threshold=30s", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: 30 * time.Second}}}},
-		{"respool_leak_threshold=0s", Config{}},
+		{"respool_leak_threshold=off", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
+		{"respool_leak_threshold=OFF", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
+		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
+		{"respool_close_timeout=0", Config{}},
 		{"respool_test_query=SELECT%201", Config{TestQuery: "SELECT 1"}},
+		{"respool_init_sql=SET%20a%20%3D%201", Config{InitSQL: []string{"SET a = 1"}}},
+		{"respool_init_sql=SET%20a&respool_max_conns=2&respool_init_sql=SET%20b",
+			Config{InitSQL: []string{"SET a", "SET b"}, Pool: pool.Config{MaxObjects: 2}}},
 		{"respool_test_query=", Config{}},
 		{"respool_test_query", Config{}},
 		{"respool_max_idle_time=1%6D", Config{Pool: pool.Config{MaxIdle: time.Minute}}},
@@ -419,12 +427,20 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_max_lifetime_jitter=1x", "respool_max_lifetime_jitter", "1x", "a duration ≥ 0"},
 	{"postgres://h/db?respool_max_queue=0", "respool_max_queue", "0", "an integer ≥ 1"},
 	{"postgres://h/db?respool_max_concurrent_creates=none", "respool_max_concurrent_creates", "none", "an integer ≥ 1"},
+	{"postgres://h/db?respool_acquire_timeout=-1s", "respool_acquire_timeout", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_acquire_timeout=2", "respool_acquire_timeout", "2", "a duration ≥ 0"},
 	{"postgres://h/db?respool_create_timeout=0s", "respool_create_timeout", "0s", "a duration > 0"},
 	{"postgres://h/db?respool_test_timeout=-1s", "respool_test_timeout", "-1s", "a duration > 0"},
 	{"postgres://h/db?respool_validation_interval=soon", "respool_validation_interval", "soon", "a duration > 0"},
 	{"postgres://h/db?respool_leak_detection=yes", "respool_leak_detection", "yes", "true, false, on, off, 1 or 0"},
 	{"postgres://h/db?respool_leak_stack=", "respool_leak_stack", "", "true, false, on, off, 1 or 0"},
-	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_leak_threshold=-1s", "respool_leak_threshold", "-1s", "a duration > 0"},
+	{"postgres://h/db?respool_leak_threshold=0", "respool_leak_threshold", "0", `"off"`},
+	{"postgres://h/db?respool_leak_threshold=none", "respool_leak_threshold", "none", `"off"`},
+	{"postgres://h/db?respool_close_timeout=-1s", "respool_close_timeout", "-1s", "a duration ≥ 0"},
+	{"postgres://h/db?respool_close_timeout=soon", "respool_close_timeout", "soon", "a duration ≥ 0"},
+	{"postgres://h/db?respool_init_sql=", "respool_init_sql", "", "one SQL statement, not empty"},
+	{"postgres://h/db?respool_init_sql=SET%20a&respool_init_sql=%20", "respool_init_sql", " ", "one SQL statement"},
 	{"postgres://h/db?respool_test_query=%zz", "respool_test_query", "%zz", "percent-encoded"},
 	{"postgres://h/db?respool_max_conns=%", "respool_max_conns", "%", "percent-encoded"},
 	{"postgres://h/db?respool_name=a%0Ab", "respool_name", "a\nb", "without control characters"},
@@ -594,15 +610,31 @@ func TestFormatDSN(t *testing.T) {
 			cfg: Config{DriverName: "pgx", DSN: "postgres://u:p@h/db?sslmode=disable", TestQuery: "SELECT 1",
 				Pool: pool.Config{
 					MaxObjects: 10, MinIdle: 2, MaxIdle: -1, MaxLifetime: time.Hour, MaxLifetimeJitter: time.Minute,
-					MaxQueueSize: 100, MaxConcurrentCreates: 3, CreateTimeout: 2 * time.Second,
+					MaxQueueSize: 100, AcquireTimeout: 3 * time.Second, MaxConcurrentCreates: 3, CreateTimeout: 2 * time.Second,
 					TestTimeout: time.Second, ValidationInterval: 15 * time.Second,
 					Leak: leak.Config{Disabled: true, CaptureStack: true, HoldThreshold: 90 * time.Second},
 				}},
 			want: "postgres://u:p@h/db?sslmode=disable&respool_max_conns=10&respool_min_idle=2" +
 				"&respool_max_idle_time=none&respool_max_lifetime=1h0m0s&respool_max_lifetime_jitter=1m0s" +
-				"&respool_max_queue=100&respool_max_concurrent_creates=3&respool_create_timeout=2s" +
+				"&respool_max_queue=100&respool_acquire_timeout=3s&respool_max_concurrent_creates=3&respool_create_timeout=2s" +
 				"&respool_test_timeout=1s&respool_validation_interval=15s&respool_test_query=SELECT%201" +
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
+		},
+		{
+			name: "hold-time report off, close timeout",
+			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db", CloseTimeout: 3 * time.Second,
+				Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}},
+			want: "postgres://h/db?respool_close_timeout=3s&respool_leak_threshold=off",
+		},
+		{
+			name: "init SQL, one key per statement",
+			cfg:  Config{DriverName: "pgx", DSN: "host=h", InitSQL: []string{"SET a = 'x'", "SET b"}},
+			want: `respool_init_sql='SET a = \'x\'' respool_init_sql='SET b' host=h`,
+		},
+		{
+			name: "init SQL in the URL form",
+			cfg:  Config{DriverName: "pgx", DSN: "postgres://h/db", InitSQL: []string{"SET a = 1", "SET b"}},
+			want: "postgres://h/db?respool_init_sql=SET%20a%20%3D%201&respool_init_sql=SET%20b",
 		},
 		{
 			name: "name first, quoted in the kv form",
@@ -697,6 +729,11 @@ var roundTripEdgeCases = []string{
 	"respool_max_lifetime=2562047h47m16.854775807s",
 	"respool_test_query=µ\x00\xff",
 	"respool_max_conns=5 postgres://x=1",
+	"postgres://h/db?respool_init_sql=SET%20a%20%3D%201&respool_init_sql=SET+b&x=1",
+	`respool_init_sql='SET a = 1' host=h respool_init_sql='SET b = \'x\''`,
+	"u@tcp(h)/db?respool_init_sql=SET+@a%3D1&respool_init_sql=SET%20@b=2",
+	"respool_leak_threshold=off respool_close_timeout=1m host=h",
+	"postgres://h/db?respool_leak_threshold=Off&respool_max_idle_time=None",
 }
 
 func TestRoundTripEdgeCases(t *testing.T) {

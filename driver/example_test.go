@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log"
 	"time"
@@ -10,12 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/pool"
 )
 
 func ExampleParseDSN() {
-	cfg, err := driver.ParseDSN("postgres://app:s3cret@db.example.com:5432/app?sslmode=verify-full" +
+	cfg, err := respool.ParseDSN("postgres://app:s3cret@db.example.com:5432/app?sslmode=verify-full" +
 		"&respool_max_conns=20&respool_max_idle_time=5m&respool_max_queue=100")
 	if err != nil {
 		log.Fatal(err)
@@ -25,7 +26,7 @@ func ExampleParseDSN() {
 	fmt.Println("max idle time:", cfg.Pool.MaxIdle)
 	fmt.Println("max queue:", cfg.Pool.MaxQueueSize)
 	// The respool keys are gone from the DSN that reaches pgx.
-	fmt.Println("dsn:", driver.RedactDSN(cfg.DSN))
+	fmt.Println("dsn:", respool.RedactDSN(cfg.DSN))
 	// Output:
 	// driver: pgx
 	// max conns: 20
@@ -37,7 +38,7 @@ func ExampleParseDSN() {
 // A Config in code can set what a DSN cannot, such as the pool's logger, or a
 // driver.Connector of one's own.
 func ExampleNewConnector() {
-	c, err := driver.NewConnector(driver.Config{
+	c, err := respool.NewConnector(respool.Config{
 		DriverName: "mysql",
 		DSN:        "app:s3cret@tcp(db.example.com:3306)/app?parseTime=true",
 		Pool: pool.Config{
@@ -65,7 +66,7 @@ func ExampleNewConnector() {
 }
 
 func ExampleConfig_FormatDSN() {
-	cfg := driver.Config{
+	cfg := respool.Config{
 		DriverName: "mysql",
 		DSN:        "app@tcp(db.example.com:3306)/app?parseTime=true",
 		Pool:       pool.Config{MaxObjects: 20, MaxLifetime: time.Hour},
@@ -74,7 +75,7 @@ func ExampleConfig_FormatDSN() {
 	dsn := cfg.FormatDSN()
 	fmt.Println(dsn)
 
-	back, err := driver.ParseDSN(dsn)
+	back, err := respool.ParseDSN(dsn)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -85,19 +86,19 @@ func ExampleConfig_FormatDSN() {
 }
 
 // A *sql.DB opened with sql.Open hides respool's Connector; respool_name gives
-// its pool a name under which driver.Lookup finds it, for its Stats.
+// its pool a name under which respool.Lookup finds it, for its Stats.
 func ExampleLookup() {
 	db, err := sql.Open("respool", "app:s3cret@tcp(db.example.com:3306)/app?respool_name=orders&respool_max_conns=20")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer db.Close() // and out of driver.Connectors
+	defer db.Close() // and out of respool.Connectors
 
-	c := driver.Lookup("orders")
+	c := respool.Lookup("orders")
 	fmt.Println(c.Name(), c.Stats().MaxObjects, c.Stats().Total)
 
 	// Every open pool of the process, for metrics or health checks:
-	for _, c := range driver.Connectors() {
+	for _, c := range respool.Connectors() {
 		if c.Name() == "orders" {
 			fmt.Println("found", c.Name())
 		}
@@ -124,7 +125,7 @@ func ExampleRawConn() {
 	defer conn.Close()
 
 	err = conn.Raw(func(dc any) error {
-		pgxConn := driver.RawConn(dc).(*stdlib.Conn).Conn()
+		pgxConn := respool.RawConn(dc).(*stdlib.Conn).Conn()
 		n, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "name"},
 			pgx.CopyFromRows([][]any{{1, "signup"}, {2, "login"}}))
 		fmt.Println(n, "rows copied")
@@ -133,4 +134,31 @@ func ExampleRawConn() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// The hooks get the real driver's connection, a database/sql/driver.Conn:
+// imported as respool, this package leaves the name driver to
+// database/sql/driver.
+func ExampleConfig_afterConnect() {
+	cfg, err := respool.ParseDSN("postgres://app:s3cret@db.example.com/app?respool_max_conns=10" +
+		"&respool_init_sql=SET%20application_name%20%3D%20%27orders%27")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn driver.Conn) error { // after the init SQL
+		_, err := conn.(*stdlib.Conn).Conn().Exec(ctx, "SET search_path TO orders, public")
+		return err
+	}
+	cfg.BeforeAcquire = func(ctx context.Context, conn driver.Conn) error {
+		return nil // an error closes the connection; the caller gets another
+	}
+	c, err := respool.NewConnector(*cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	fmt.Println(cfg.InitSQL)
+	// Output:
+	// [SET application_name = 'orders']
 }

@@ -63,10 +63,20 @@ func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	if got, want := c.Pool().Config().Leak, (leak.Config{HoldThreshold: DefaultHoldThreshold}); got != want {
 		t.Errorf("leak config %+v; want %+v", got, want)
 	}
-	given := leak.Config{HoldThreshold: 0}
-	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, LeakAsGiven: true, Pool: pool.Config{Leak: given}})
-	if got := c.Pool().Config().Leak; got != given {
-		t.Errorf("leak config with LeakAsGiven %+v; want %+v", got, given)
+	// A negative threshold turns the hold-time report off, as
+	// respool_leak_threshold=off does.
+	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}})
+	if got := c.Pool().Config().Leak; got != (leak.Config{}) {
+		t.Errorf("leak config with a negative HoldThreshold %+v; want no hold-time report", got)
+	}
+	cfg, err := ParseDSN("respool_leak_threshold=off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DriverName, cfg.Connector = "", &faultConnector{m: m}
+	c = newTestConnector(t, *cfg)
+	if got := c.Pool().Config().Leak.HoldThreshold; got != 0 {
+		t.Errorf("HoldThreshold %v after respool_leak_threshold=off; want 0, no report", got)
 	}
 	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: 7}}})
 	if got := c.Pool().Config().Leak.HoldThreshold; got != 7 {

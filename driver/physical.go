@@ -15,10 +15,6 @@ import (
 type physConn struct {
 	driver.Conn // the real driver's connection
 
-	// used is false until the connection is first taken: a connection just
-	// made needs no reset, as database/sql resets only connections it reuses.
-	used bool
-
 	stmts stmtCache // statements prepared on the connection
 
 	// shell is the conn the connection is attached to, if any: read by
@@ -28,13 +24,18 @@ type physConn struct {
 }
 
 // physFactory is the pool's factory: factory.Connector's life cycle applied
-// to the real connection inside each physConn.
+// to the real connection inside each physConn, with the hooks that make a
+// connection taken from idle ready for reuse.
 type physFactory struct {
 	real  factory.Connector
 	stmts *stmtRegistry // the Connector's
+	hooks *connHooks    // the Config's
 }
 
-var _ factory.Factory[driver.Conn] = physFactory{}
+var (
+	_ factory.Factory[driver.Conn]      = physFactory{}
+	_ factory.HookProvider[driver.Conn] = physFactory{}
+)
 
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 	c, err := f.real.Create(ctx)
@@ -65,4 +66,46 @@ func (f physFactory) Destroy(c driver.Conn) error {
 		return shell.reclaim(pc, closeConn)
 	}
 	return closeConn()
+}
+
+// LifecycleHooks makes the pool check each connection it takes from idle
+// (see beforeHandOut), and run the Config's hooks: InitSQL and AfterConnect
+// after a creation, AfterRelease after a give-back. A hook the Config lacks
+// is nil, which costs the pool nothing.
+func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
+	h := factory.Hooks[driver.Conn]{BeforeHandOut: f.beforeHandOut}
+	if len(f.hooks.initSQL) > 0 || f.hooks.afterConnect != nil {
+		h.AfterCreate = func(ctx context.Context, c driver.Conn) error {
+			return f.hooks.afterCreate(ctx, c.(*physConn).Conn)
+		}
+	}
+	if f.hooks.afterRelease != nil {
+		h.AfterGiveBack = func(ctx context.Context, c driver.Conn) error {
+			return f.hooks.refused("AfterRelease", f.hooks.afterRelease(ctx, c.(*physConn).Conn))
+		}
+	}
+	return h
+}
+
+// beforeHandOut makes a connection taken from idle ready for reuse, in the
+// caller's goroutine, with the caller's context bounded by the pool's
+// TestTimeout: the real driver's ResetSession checks it (pgx pings one that
+// idled and refuses one left inside a transaction; go-sql-driver/mysql
+// notices one the server closed), then the statements no longer wanted on
+// it are closed (stmtRegistry), then the Config's BeforeAcquire checks it. A
+// connection refused is destroyed and the pool looks for another; a
+// connection just made for the caller is not checked, as database/sql
+// resets only connections it reuses. Unlike database/sql, which discards a
+// connection only on driver.ErrBadConn, any error refuses it: a session
+// that could not be reset is not safe to hand out.
+func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
+	pc := c.(*physConn)
+	if err := factory.ResetSession(ctx, pc.Conn); err != nil {
+		return err
+	}
+	pc.stmts.dropUnwanted(f.stmts)
+	if f.hooks.beforeAcquire != nil {
+		return f.hooks.refused("BeforeAcquire", f.hooks.beforeAcquire(ctx, pc.Conn))
+	}
+	return nil
 }

@@ -8,7 +8,7 @@ package driver
 // *sql.DB opened with the plain driver:
 //
 //	err := sqlConn.Raw(func(dc any) error {
-//		pgxConn := driver.RawConn(dc).(*stdlib.Conn).Conn()
+//		pgxConn := respool.RawConn(dc).(*stdlib.Conn).Conn()
 //		_, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"t"}, cols, src)
 //		return err
 //	})

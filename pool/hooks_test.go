@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,4 +147,129 @@ func TestAfterGiveBackPastTestTimeoutFreesTheSlot(t *testing.T) {
 	close(gate)
 	waitUntil(t, "the late object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
 	h.giveBack(b)
+}
+
+// A caller whose context cannot end (context.Background, or values on it)
+// gets a BeforeHandOut bounded by TestTimeout without a timer of its own: a
+// Take from idle with the hook allocates nothing more than one without it.
+// The bound still ends with Close.
+func TestBeforeHandOutBoundAllocatesNothingForAContextThatCannotEnd(t *testing.T) {
+	var mu sync.Mutex
+	var last context.Context // guarded by mu
+	lastCtx := func() context.Context {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+		BeforeHandOut: func(ctx context.Context, _ *fakeObj) error {
+			mu.Lock()
+			last = ctx
+			mu.Unlock()
+			return nil
+		},
+	})
+	h.giveBack(h.take())
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"Background", context.Background()},
+		{"values", context.WithValue(context.Background(), ctxKey{}, "caller")},
+	} {
+		allocs := testing.AllocsPerRun(100, func() {
+			o, err := h.p.Take(tc.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.giveBack(o)
+		})
+		// The leak token is the one allocation of a take (leak tracking
+		// is on); a context that carries values costs one more, the
+		// value wrapper.
+		want := 1.0
+		if tc.name == "values" {
+			want = 2
+		}
+		if allocs > want {
+			t.Errorf("%s: a take with BeforeHandOut allocates %v times; want at most %v", tc.name, allocs, want)
+		}
+		ctx := lastCtx()
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute {
+			t.Errorf("%s: BeforeHandOut's deadline %v, %v; want within TestTimeout", tc.name, dl, ok)
+		}
+		if tc.name == "values" && ctx.Value(ctxKey{}) != "caller" {
+			t.Errorf("%s: BeforeHandOut's context lost the caller's value", tc.name)
+		}
+	}
+	ctx := lastCtx()
+	h.p.StartClose()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the shared bound did not end with Close")
+	}
+}
+
+// When BeforeHandOut rejects every idle object (a server that ended every
+// idle session), one Take goes through them all and then makes one object:
+// it does not ask for creations while idle objects are still to be checked.
+// The caller is slowed after each rejection until the rejected object is
+// destroyed and its slot free (as a check that goes to the network gives it
+// time to be), and creations wait until every object has been checked.
+func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
+	const n = 3
+	var rejectAll atomic.Bool
+	var rejected atomic.Int64
+	gate := make(chan struct{})
+	h := newHookedHarness(t, Config{MaxObjects: n}, factory.Hooks[*fakeObj]{
+		BeforeHandOut: func(context.Context, *fakeObj) error {
+			if !rejectAll.Load() {
+				return nil
+			}
+			if rejected.Add(1) == n {
+				close(gate)
+			}
+			return errors.New("terminating connection due to administrator command")
+		},
+	})
+	var held []Handle[*fakeObj]
+	for range n {
+		held = append(held, h.take())
+	}
+	for _, o := range held {
+		h.giveBack(o)
+	}
+	h.f.set(func(f *fakeFactory) { f.gate = gate })
+	rejectAll.Store(true)
+	// The pool reads ctx.Err after a rejection: wait there until the pool
+	// has taken the rejected objects off its count.
+	ctx := errHookCtx{Context: context.Background(), onErr: func() {
+		for s := h.p.Stats(); s.Total-s.Creating > n-int(rejected.Load()); s = h.p.Stats() {
+			runtime.Gosched()
+		}
+	}}
+	o, err := h.p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.giveBack(o)
+	waitUntil(t, "the rejected objects are destroyed", func() bool {
+		s := h.p.Stats()
+		return s.Destroyed(DestroyRejected) == n && s.Creating == 0 && s.Total == s.Idle
+	})
+	if s := h.p.Stats(); s.Creates != n+1 || s.Total != 1 {
+		t.Fatalf("stats = %+v; want %d creations (one after the %d rejections) and 1 object", s, n+1, n)
+	}
+}
+
+// errHookCtx is a context that cannot end whose Err calls onErr first.
+type errHookCtx struct {
+	context.Context
+	onErr func()
+}
+
+func (c errHookCtx) Err() error {
+	c.onErr()
+	return nil
 }

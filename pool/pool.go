@@ -83,7 +83,8 @@ type Pool[T any] struct {
 
 	baseCtx    context.Context // cancelled by Close: ends creations and tests
 	cancelBase context.CancelFunc
-	wg         sync.WaitGroup // every goroutine the pool starts
+	bound      atomic.Pointer[sharedBound] // see handOutBound
+	wg         sync.WaitGroup              // every goroutine the pool starts
 	closeOnce  sync.Once
 }
 

@@ -26,7 +26,10 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
 		return Handle[T]{}, err
 	}
-	if e := p.takeIdle(); e != nil {
+	// An idle object that fails its checks is destroyed and the next one
+	// tried, so that a set of dead idle objects costs one creation, not one
+	// per object asked for while the others wait in queue.
+	for e := p.takeIdle(); e != nil; e = p.takeIdle() {
 		if e.kind == kindSlot { // a free slot: make an object with it
 			return p.takeSlow(ctx, e)
 		}
@@ -143,8 +146,12 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 }
 
 // beforeHandOut runs the BeforeHandOut hook on e with the caller's context,
-// bounded by TestTimeout.
+// bounded by TestTimeout: a context that cannot end gets a shared bound,
+// which costs no timer (handOutBound).
 func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
+	if ctx.Done() == nil {
+		return p.hooks.BeforeHandOut(p.handOutBound(ctx), e.obj)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
 	defer cancel()
 	return p.hooks.BeforeHandOut(ctx, e.obj)

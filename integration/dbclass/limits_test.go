@@ -18,18 +18,18 @@ import (
 const maxAttempts = 32
 
 // connectUntilRefused opens connections of db one by one, holding them,
-// until one fails; it returns that error and how many succeeded.
-func connectUntilRefused(t *testing.T, ctx context.Context, db *sql.DB) (error, int) {
+// until one fails; it returns how many succeeded and that error.
+func connectUntilRefused(t *testing.T, ctx context.Context, db *sql.DB) (int, error) {
 	t.Helper()
 	for n := range maxAttempts {
 		c, err := db.Conn(ctx)
 		if err != nil {
-			return err, n
+			return n, err
 		}
 		t.Cleanup(func() { c.Close() })
 	}
 	t.Fatalf("%d connections and no refusal", maxAttempts)
-	return nil, 0
+	return 0, nil
 }
 
 func expectBackPressure(t *testing.T, err error, code string) {
@@ -77,7 +77,7 @@ func TestTooManyConnections(t *testing.T) {
 		}
 		mustExec(t, ctx, root, "SET GLOBAL max_connections = 10")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "SET GLOBAL max_connections = ?", was) })
-		err, opened := connectUntilRefused(t, ctx, serverDB(t, maria))
+		opened, err := connectUntilRefused(t, ctx, serverDB(t, maria))
 		t.Logf("refused after %d connections", opened)
 		expectBackPressure(t, err, "1040")
 	})
@@ -88,7 +88,7 @@ func TestTooManyConnections(t *testing.T) {
 		mustExec(t, ctx, root, "DROP USER IF EXISTS 'dbclass_limited'@'%'",
 			"CREATE USER 'dbclass_limited'@'%' IDENTIFIED BY 'limited-secret' WITH MAX_USER_CONNECTIONS 1")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'dbclass_limited'@'%'") })
-		err, _ := connectUntilRefused(t, ctx, openDB(t, "mysql", mysqlDSN(maria.Addr(), "dbclass_limited", "limited-secret", "-")))
+		_, err := connectUntilRefused(t, ctx, openDB(t, "mysql", mysqlDSN(maria.Addr(), "dbclass_limited", "limited-secret", "-")))
 		expectBackPressure(t, err, "1226")
 	})
 }

@@ -14,14 +14,14 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
 
-func openDB(t *testing.T, dsn string) (*sql.DB, *driver.Connector) {
+func openDB(t *testing.T, dsn string) (*sql.DB, *respool.Connector) {
 	t.Helper()
-	db, c, err := driver.OpenDB(dsn)
+	db, c, err := respool.OpenDB(dsn)
 	if err != nil {
 		t.Fatalf("OpenDB: %v", err)
 	}
@@ -356,7 +356,7 @@ func TestConnectionLeftInATransactionIsNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.Stats()
-	if destroyed := st.Destroyed(pool.DestroyInvalid) + st.Destroyed(pool.DestroyDiscarded); destroyed != 1 || st.Creates != 2 {
+	if destroyed := st.Destroyed(pool.DestroyInvalid) + st.Destroyed(pool.DestroyDiscarded) + st.Destroyed(pool.DestroyRejected); destroyed != 1 || st.Creates != 2 {
 		t.Fatalf("stats %+v: want the connection left in a transaction destroyed and a new one made", st)
 	}
 }

@@ -58,18 +58,16 @@ func warm(t *testing.T, ctx context.Context, db *sql.DB, n int) {
 func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server) int {
 	t.Helper()
 	mon := monitor(t, s)
-	var list, end, count string
+	var list, end string
 	switch s.Kind {
 	case servers.KindPostgres:
 		list = `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'
 			AND state = 'idle' AND pid <> pg_backend_pid()`
 		end = "SELECT pg_terminate_backend($1)"
-		count = `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`
 	default:
 		list = `SELECT id FROM information_schema.processlist WHERE db = ? AND command = 'Sleep'
 			AND id <> CONNECTION_ID()`
 		end = "KILL ?"
-		count = `SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?`
 	}
 	rows, err := mon.QueryContext(ctx, list, s.Database)
 	if err != nil {
@@ -92,18 +90,7 @@ func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server) int {
 		}
 	}
 	for _, id := range ids { // the server ends them asynchronously
-		for {
-			var n int
-			if err := mon.QueryRowContext(ctx, count, id).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("session %d never ended", id)
-			}
-		}
+		waitSessionGone(t, ctx, s, id)
 	}
 	return len(ids)
 }
@@ -112,33 +99,43 @@ func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server) int {
 // respool's pool and of the plain driver's pool (pg_terminate_backend,
 // MariaDB's KILL, a restart of either server) and then runs queries on both:
 // none may fail. Each real driver's ResetSession finds a dead connection
-// when it is taken for reuse; the pool discards it and takes another.
+// when it is taken for reuse; the pool discards it and takes another. The
+// minIdle cases end sessions that respool made on its own
+// (respool_min_idle) and never handed out: they are checked too.
 func TestSessionsEndedByTheServerFailNoQuery(t *testing.T) {
 	const conns, queries = 3, 6
+	endIdle := func(t *testing.T, ctx context.Context, s *servers.Server) {
+		if n := endIdleSessions(t, ctx, s); n < 2*conns {
+			t.Fatalf("ended %d idle sessions; want at least %d", n, 2*conns)
+		}
+	}
 	for _, tc := range []struct {
-		name string
-		s    func() *servers.Server
-		end  func(t *testing.T, ctx context.Context, s *servers.Server)
+		name    string
+		s       func() *servers.Server
+		end     func(t *testing.T, ctx context.Context, s *servers.Server)
+		minIdle bool // respool's connections are made by respool_min_idle, never used
 	}{
-		{"postgres/pg_terminate_backend", func() *servers.Server { return pg }, func(t *testing.T, ctx context.Context, s *servers.Server) {
-			if n := endIdleSessions(t, ctx, s); n < 2*conns {
-				t.Fatalf("terminated %d idle sessions; want at least %d", n, 2*conns)
-			}
-		}},
-		{"postgres/restart", func() *servers.Server { return pg }, restartServer},
-		{"mariadb/KILL", func() *servers.Server { return maria }, func(t *testing.T, ctx context.Context, s *servers.Server) {
-			if n := endIdleSessions(t, ctx, s); n < 2*conns {
-				t.Fatalf("killed %d idle sessions; want at least %d", n, 2*conns)
-			}
-		}},
-		{"mariadb/restart", func() *servers.Server { return maria }, restartServer},
+		{"postgres/pg_terminate_backend", func() *servers.Server { return pg }, endIdle, false},
+		{"postgres/pg_terminate_backend/minIdle", func() *servers.Server { return pg }, endIdle, true},
+		{"postgres/restart", func() *servers.Server { return pg }, restartServer, false},
+		{"mariadb/KILL", func() *servers.Server { return maria }, endIdle, false},
+		{"mariadb/KILL/minIdle", func() *servers.Server { return maria }, endIdle, true},
+		{"mariadb/restart", func() *servers.Server { return maria }, restartServer, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			s := tc.s()
-			respool, c := openDB(t, withKeys(s, fmt.Sprintf("respool_max_conns=%d", conns)))
+			keys := fmt.Sprintf("respool_max_conns=%d", conns)
+			if tc.minIdle {
+				keys += fmt.Sprintf("&respool_min_idle=%d", conns)
+			}
+			respool, c := openDB(t, withKeys(s, keys))
 			plain := openPlain(t, s, conns)
-			warm(t, ctx, respool, conns)
+			if tc.minIdle {
+				waitPool(t, ctx, c, func(st pool.Stats) bool { return st.Idle == conns })
+			} else {
+				warm(t, ctx, respool, conns)
+			}
 			warm(t, ctx, plain, conns)
 
 			tc.end(t, ctx, s)
@@ -162,10 +159,17 @@ func TestSessionsEndedByTheServerFailNoQuery(t *testing.T) {
 				t.Errorf("respool: %d of %d queries failed after the server ended its idle sessions (plain %s: %d)",
 					respoolFailed, queries, s.DriverName(), plainFailed)
 			}
-			st := waitPool(t, ctx, c, func(st pool.Stats) bool { return st.InUse == 0 && st.Total == st.Idle })
-			if dead := st.Destroyed(pool.DestroyDiscarded) + st.Destroyed(pool.DestroyInvalid); dead != conns || st.Total != 1 {
-				t.Errorf("pool: %d dead connections destroyed, %d open; want %d destroyed and 1 open (the one made to replace them)",
-					dead, st.Total, conns)
+			dead := func(st pool.Stats) uint64 {
+				return st.Destroyed(pool.DestroyDiscarded) + st.Destroyed(pool.DestroyInvalid) + st.Destroyed(pool.DestroyRejected)
+			}
+			st := waitPool(t, ctx, c, func(st pool.Stats) bool {
+				return st.InUse == 0 && st.Total == st.Idle && dead(st) >= conns
+			})
+			switch {
+			case dead(st) != conns:
+				t.Errorf("pool: %d dead connections destroyed; want %d", dead(st), conns)
+			case !tc.minIdle && st.Total != 1:
+				t.Errorf("pool: %d connections open; want 1 (the one made to replace the dead): %+v", st.Total, st)
 			}
 		})
 	}

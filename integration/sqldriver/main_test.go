@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -114,19 +114,43 @@ func (h *signalHandler) String() string {
 
 // openLogged opens dsn through respool with the pool's log going to a
 // signalHandler for msg; the *sql.DB is closed when the test ends.
-func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *driver.Connector, *signalHandler) {
+func openLogged(t *testing.T, dsn, msg string) (*sql.DB, *respool.Connector, *signalHandler) {
 	t.Helper()
-	cfg, err := driver.ParseDSN(dsn)
+	cfg, err := respool.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newSignalHandler(msg)
 	cfg.Pool.Logger = slog.New(h)
-	c, err := driver.NewConnector(*cfg)
+	c, err := respool.NewConnector(*cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, c, h
+}
+
+// waitSessionGone waits until the server no longer lists session id.
+func waitSessionGone(t *testing.T, ctx context.Context, s *servers.Server, id int64) {
+	t.Helper()
+	q := "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
+	if s.Kind != servers.KindPostgres {
+		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?"
+	}
+	mon := monitor(t, s)
+	for {
+		var n int
+		if err := mon.QueryRowContext(ctx, q, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %d still open", id)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 )
 
 // pgxOf runs fn with the *pgx.Conn behind sc, the way pgx documents it
-// (sql.Conn.Raw, then *stdlib.Conn), with driver.RawConn in between.
+// (sql.Conn.Raw, then *stdlib.Conn), with respool.RawConn in between.
 func pgxOf(sc *sql.Conn, fn func(c *pgx.Conn) error) error {
 	return sc.Raw(func(dc any) error {
-		sc, ok := driver.RawConn(dc).(*stdlib.Conn)
+		sc, ok := respool.RawConn(dc).(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("RawConn(%T) is %T, not *stdlib.Conn", dc, driver.RawConn(dc))
+			return fmt.Errorf("RawConn(%T) is %T, not *stdlib.Conn", dc, respool.RawConn(dc))
 		}
 		return fn(sc.Conn())
 	})
@@ -33,7 +33,7 @@ func openRespoolAndPgx(t *testing.T) map[string]*sql.DB {
 }
 
 // TestListenNotifyThroughRawConn listens on a channel with pgx's own API,
-// reached through sql.Conn.Raw and driver.RawConn, and receives a
+// reached through sql.Conn.Raw and respool.RawConn, and receives a
 // notification sent through database/sql.
 func TestListenNotifyThroughRawConn(t *testing.T) {
 	for name, db := range openRespoolAndPgx(t) {
