@@ -98,7 +98,9 @@ type guarded[T any] struct {
 
 var _ factory.HookProvider[int] = guarded[int]{}
 
-func (f guarded[T]) Create(ctx context.Context) (T, error) { return Connect(ctx, f.g, f.Factory.Create) }
+func (f guarded[T]) Create(ctx context.Context) (T, error) {
+	return Connect(ctx, f.g, f.Factory.Create)
+}
 
 // LifecycleHooks returns the hooks of the wrapped factory, if it has some.
 func (f guarded[T]) LifecycleHooks() factory.Hooks[T] {

@@ -24,9 +24,9 @@ import (
 type Guard struct {
 	c Config // validated, defaults filled in; read-only
 
-	breaker *breaker.Breaker    // nil when off
-	pause   *pause.Pause        // nil when off
-	limiter *ratelimit.Limiter  // nil when off
+	breaker *breaker.Breaker   // nil when off
+	pause   *pause.Pause       // nil when off
+	limiter *ratelimit.Limiter // nil when off
 	retry   *retry.Retry[struct{}]
 	stack   compose.Stack[struct{}] // the creation path: retry, breaker, pause, limiter
 
