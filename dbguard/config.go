@@ -144,6 +144,13 @@ type PauseConfig struct {
 
 const mechanism = "dbguard"
 
+// Validate reports the first field of c that is not accepted, as a
+// *resilience.ConfigError naming it; New reports the same.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {
 	b, r, p := &c.Breaker, &c.Retry, &c.Pause

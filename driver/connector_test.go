@@ -418,7 +418,7 @@ func waitStats(t *testing.T, c *Connector, ok func(s pool.Stats) bool) pool.Stat
 	t.Helper()
 	deadline := time.Now().Add(settleTimeout)
 	for {
-		s := c.Stats()
+		s := c.Stats().Stats
 		if ok(s) {
 			return s
 		}
