@@ -495,12 +495,16 @@ func TestConnectCreateFailureIsTheDriversError(t *testing.T) {
 		t.Errorf("pool CreateFailures %d, Creates %d, Total %d; want 1, 0, 0", s.CreateFailures, s.Creates, s.Total)
 	}
 
-	// Through Connector.Connect directly too.
-	if _, err := c.Connect(context.Background()); err != want {
-		t.Errorf("Connect = %v; want the driver's error itself", err)
+	// Through Connector.Connect directly too: while the pool backs off with
+	// nothing alive, the next take fails fast with the same failure,
+	// without an attempt.
+	_, err = c.Connect(context.Background())
+	var ce *pool.CreateError
+	if !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, want) {
+		t.Errorf("Connect = %v; want a failed-fast *pool.CreateError of the driver's error", err)
 	}
-	if s := c.Stats(); s.CreateFailures != 2 {
-		t.Errorf("CreateFailures %d; want 2", s.CreateFailures)
+	if n := rc.calls.Load(); n != 1 {
+		t.Errorf("Connect called %d times; want 1 (the pool backs off)", n)
 	}
 }
 

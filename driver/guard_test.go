@@ -122,24 +122,29 @@ func TestTakeFailedFastIsThePoolsError(t *testing.T) {
 // TestRefusedConnectionsOpenTheCircuit checks the creation path in the
 // driver: refused dials are retried, count for the breaker, and open it;
 // the caller then sees the driver's error with breaker.ErrOpen, and the
-// next caller the breaker's rejection, without an attempt.
+// next caller the breaker's rejection, without an attempt. The pool's own
+// creation backoff is off, so that the second caller's creation is tried.
 func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	rc := &refusingConnector{err: refused}
 	cfg := smallBreaker
 	cfg.Retry = dbguard.RetryConfig{Delay: time.Millisecond}
-	db, c := openDB(t, Config{Connector: rc, Resilience: cfg})
+	db, c := openDB(t, Config{Connector: rc, Resilience: cfg, Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := db.ExecContext(ctx, "UPDATE t SET n = 1")
 	var oe *net.OpError
+	if !errors.As(err, &oe) || errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("first exec: %v; want the refusal, the circuit still closed", err)
+	}
+	if n := rc.calls.Load(); n != 3 {
+		t.Fatalf("%d attempts; want 3 (the first creation and its two retries)", n)
+	}
+	_, err = db.ExecContext(ctx, "UPDATE t SET n = 1")
 	if !errors.As(err, &oe) || !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("exec: %v; want the refusal that opened the circuit", err)
+		t.Fatalf("second exec: %v; want the refusal that opened the circuit", err)
 	}
 	attempts := rc.calls.Load()
-	if attempts < 4 {
-		t.Fatalf("%d attempts; want at least 4 (3 of the first creation, then the pool's next)", attempts)
-	}
 	_, err = db.ExecContext(ctx, "UPDATE t SET n = 1")
 	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, resilience.ErrRejected) || rc.calls.Load() != attempts {
 		t.Fatalf("exec while open: %v after %d more attempts; want a rejection, none", err, rc.calls.Load()-attempts)
