@@ -40,11 +40,24 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 
-	// The first Take waits for the pool's second attempt, which opens the
-	// circuit.
+	// The first Take gets the first refusal at once (nothing alive, nothing
+	// else being created); the pool's next attempt, made once its backoff
+	// has passed, opens the circuit.
 	_, err = p.Take(ctx)
+	if !errors.Is(err, errRefused) || errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("first Take: %v; want the refusal, the circuit still closed", err)
+	}
+	for errors.Is(err, errRefused) && !errors.Is(err, breaker.ErrOpen) {
+		var ce *pool.CreateError
+		if errors.As(err, &ce) && ce.FailedFast {
+			if err := sleepCtx(ctx, time.Until(ce.RetryAfter())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = p.Take(ctx)
+	}
 	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, errRefused) {
-		t.Fatalf("first Take: %v; want the refusal that opened the circuit", err)
+		t.Fatalf("Take after the backoff: %v; want the refusal that opened the circuit", err)
 	}
 	if n := attempts.Load(); n != 2 {
 		t.Fatalf("%d attempts; want 2", n)
@@ -68,6 +81,18 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 	}
 	if err := g.Check(); !errors.Is(err, breaker.ErrOpen) {
 		t.Fatalf("Check: %v; want ErrOpen", err)
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
