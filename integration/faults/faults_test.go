@@ -129,6 +129,13 @@ func (r *run) open(s *servers.Server) (pool, *servers.Proxy) {
 		t.Fatalf("open %s: %v", r.c.name, err)
 	}
 	closed := new(atomic.Bool)
+	if d, ok := p.(interface{ describe() string }); ok {
+		t.Cleanup(func() { // before the Close below
+			if s := d.describe(); s != "" {
+				t.Logf("%s: %s", r.c.name, s)
+			}
+		})
+	}
 	t.Cleanup(func() {
 		if !closed.Load() {
 			if err := closeWithin(p, closeBound); err != nil {
