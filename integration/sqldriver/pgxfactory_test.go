@@ -43,13 +43,7 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	defer closePool(t, p)
 
 	// A connection left inside a transaction is not handed out again.
 	c, err := p.Take(ctx)
@@ -131,13 +125,7 @@ func TestNativePgxThroughTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	defer closePool(t, p)
 
 	// Down: the first creation makes 3 attempts; the pool's next, after its
 	// backoff (which its failed-fast error names), opens the circuit.
@@ -195,6 +183,15 @@ func TestNativePgxThroughTheGuard(t *testing.T) {
 	}
 	if s := g.Stats(); s.Breaker.State != breaker.Closed || s.ConnectAttempts != uint64(dials.Load()) {
 		t.Fatalf("guard %+v; want the circuit closed and every dial counted", s)
+	}
+}
+
+// closePool closes p, waiting at most 10 s for its connections.
+func closePool(t *testing.T, p *pool.Pool[*pgx.Conn]) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Error(err)
 	}
 }
 
