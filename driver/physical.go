@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"sync/atomic"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory"
 )
 
@@ -28,8 +29,9 @@ type physConn struct {
 // connection taken from idle ready for reuse.
 type physFactory struct {
 	real  factory.Connector
-	stmts *stmtRegistry // the Connector's
-	hooks *connHooks    // the Config's
+	stmts *stmtRegistry  // the Connector's
+	hooks *connHooks     // the Config's
+	guard *dbguard.Guard // the Connector's: the creation path
 }
 
 var (
@@ -37,8 +39,10 @@ var (
 	_ factory.HookProvider[driver.Conn] = physFactory{}
 )
 
+// Create makes a connection through the guard's creation path (retry,
+// breaker, pause, connect-rate limiter: see dbguard.Connect).
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
-	c, err := f.real.Create(ctx)
+	c, err := dbguard.Connect(ctx, f.guard, f.real.Create)
 	if err != nil {
 		return nil, err
 	}

@@ -71,8 +71,13 @@ func (s *stmt) execValues(ctx context.Context, args []driver.Value) (driver.Resu
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.c.c.guard.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Exec(args)
+	s.c.c.guard.Exit(ctx, p, err)
 	return r, s.c.check(err)
 }
 
@@ -90,8 +95,13 @@ func (s *stmt) queryValues(ctx context.Context, args []driver.Value) (driver.Row
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.c.c.guard.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Query(args)
+	s.c.c.guard.Exit(ctx, p, err)
 	if err != nil {
 		return nil, s.c.check(err)
 	}
@@ -106,7 +116,12 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	if ec, ok := inner.(driver.StmtExecContext); ok {
+		p, err := s.c.c.guard.Enter(ctx)
+		if err != nil {
+			return nil, err
+		}
 		r, err := ec.ExecContext(ctx, args)
+		s.c.c.guard.Exit(ctx, p, err)
 		return r, s.c.check(err)
 	}
 	values, err := plainValues(ctx, args)
@@ -124,7 +139,12 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	if qc, ok := inner.(driver.StmtQueryContext); ok {
+		p, err := s.c.c.guard.Enter(ctx)
+		if err != nil {
+			return nil, err
+		}
 		r, err := qc.QueryContext(ctx, args)
+		s.c.c.guard.Exit(ctx, p, err)
 		if err != nil {
 			return nil, s.c.check(err)
 		}

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	rpool "github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/resilience/pause"
 )
 
 // errorClass names the kind of an error a caller saw, for the report:
@@ -18,6 +21,9 @@ import (
 func errorClass(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "deadline"
+	}
+	if name := respoolError(err); name != "" {
+		return name
 	}
 	c := dbclass.Classify(err)
 	switch {
@@ -31,6 +37,27 @@ func errorClass(err error) string {
 		return c.Class.String() + " " + c.Code
 	}
 	return c.Class.String()
+}
+
+// respoolError names respool's own errors by kind, without the figures
+// their messages hold (so that they group), or returns "".
+func respoolError(err error) string {
+	var ce *rpool.CreateError
+	switch {
+	case errors.Is(err, breaker.ErrOpen), errors.Is(err, breaker.ErrHalfOpenFull):
+		return "circuit open"
+	case errors.Is(err, pause.ErrPaused):
+		return "paused"
+	case errors.Is(err, rpool.ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, rpool.ErrQueueFull):
+		return "queue full"
+	case errors.Is(err, rpool.ErrAcquireTimeout):
+		return "acquire timeout"
+	case errors.As(err, &ce) && ce.FailedFast:
+		return "failed fast (" + errorClass(ce.Err) + ")"
+	}
+	return ""
 }
 
 // innermost follows err's first wrapped error to the end.
