@@ -32,9 +32,9 @@ const mailboxSize = 256
 type message[T any] struct {
 	kind      msgKind
 	p         *Pool[T] // the sender's pool (see Pool.send); a Keyed's actor routes by it
-	slot      bool   // msgTake: the sender brings a slot marker
-	abandoned bool   // msgTested: the Test outlived its bound and still runs
-	epoch     uint64 // msgCreated: the gate's epoch when the creation started
+	slot      bool     // msgTake: the sender brings a slot marker
+	abandoned bool     // msgTested: the Test outlived its bound and still runs
+	epoch     uint64   // msgCreated: the gate's epoch when the creation started
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T

@@ -25,7 +25,7 @@ func (k *Keyed[K, T]) Stats() KeyedStats[K] {
 	defer k.statsMu.Unlock()
 	s := KeyedStats[K]{Stats: k.retired, Keys: make(map[K]Stats, len(k.pools))}
 	s.WaitHistogram.Counts = slices.Clone(s.WaitHistogram.Counts) // k.retired's is not ours to add to
-	effective := 0 // of the keys not closing
+	effective := 0                                                // of the keys not closing
 	for p, key := range k.pools {
 		ps := p.Stats()
 		s.add(ps)
