@@ -184,7 +184,13 @@ func (b *budget[T]) handle(m message[T]) string {
 	}
 	a := b.actors[m.p]
 	if a == nil {
-		panic("pool: Keyed: a message from a pool that is not one of its keys")
+		// A key gone (closed, and every object destroyed) still hears from
+		// callers that saw it open: a request for a creation, a poke. As a
+		// Pool's actor would, had it waited: the pool is closed.
+		if m.w != nil {
+			m.w.deliver(created[T]{err: ErrClosed})
+		}
+		return "gone"
 	}
 	if m.kind == msgYield {
 		b.onYield(a, m.e)
@@ -419,6 +425,7 @@ func (b *budget[T]) leastRecentlyUsed() (*entry[T], *actor[T]) {
 	for range 3 { // an entry taken meanwhile by its key's caller: look again
 		var (
 			best      *entry[T]
+			bestSince int64
 			bestKey   *actor[T]
 			bestShard int
 			bestSpare int
@@ -434,9 +441,9 @@ func (b *budget[T]) leastRecentlyUsed() (*entry[T], *actor[T]) {
 				continue
 			}
 			for i := range p.idle.shards {
-				e := p.idle.shards[i].bottom()
-				if e != nil && (best == nil || e.idleSince < best.idleSince || (e.idleSince == best.idleSince && spare > bestSpare)) {
-					best, bestKey, bestShard, bestSpare = e, a, i, spare
+				e, since := p.idle.shards[i].bottom()
+				if e != nil && (best == nil || since < bestSince || (since == bestSince && spare > bestSpare)) {
+					best, bestSince, bestKey, bestShard, bestSpare = e, since, a, i, spare
 				}
 			}
 		}

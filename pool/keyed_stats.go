@@ -24,8 +24,9 @@ func (k *Keyed[K, T]) Stats() KeyedStats[K] {
 	k.statsMu.Lock()
 	defer k.statsMu.Unlock()
 	s := KeyedStats[K]{Stats: k.retired, Keys: make(map[K]Stats, len(k.pools))}
-	s.WaitHistogram.Counts = slices.Clone(s.WaitHistogram.Counts) // k.retired's is not ours to add to
-	effective := 0                                                // of the keys not closing
+	// k.retired's histogram is not ours to add to.
+	s.WaitHistogram.Counts = slices.Clone(s.WaitHistogram.Counts)
+	effective := 0 // of the keys not closing
 	for p, key := range k.pools {
 		ps := p.Stats()
 		s.add(ps)
@@ -34,6 +35,10 @@ func (k *Keyed[K, T]) Stats() KeyedStats[K] {
 			effective += ps.EffectiveMaxObjects
 		}
 	}
+	// The budget's count, not the keys' summed: each key's is read at
+	// another moment, and a slot passing from one key to another meanwhile
+	// would count twice.
+	s.Total = int(k.b.totalNow.Load())
 	s.MaxObjects, s.EffectiveMaxObjects = k.cfg.MaxObjects, k.cfg.MaxObjects
 	if len(s.Keys) > 0 {
 		s.EffectiveMaxObjects = min(effective, k.cfg.MaxObjects)

@@ -168,14 +168,16 @@ func (s *idleSet[T]) counts() (n int, takes uint64) {
 	return n, takes
 }
 
-// bottom returns the entry given back longest ago, or nil.
-func (s *shard[T]) bottom() *entry[T] {
+// bottom returns the entry given back longest ago and its idleSince (read
+// under the lock: once the lock is released, a caller may take the entry
+// and give it back), or nil.
+func (s *shard[T]) bottom() (*entry[T], int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.buf) == 0 {
-		return nil
+		return nil, 0
 	}
-	return s.buf[0]
+	return s.buf[0], s.buf[0].idleSince
 }
 
 // removeBottom removes e if it is still the entry given back longest ago,
