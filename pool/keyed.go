@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,45 @@ import (
 // ErrUnknownKey is matched (errors.Is) by the error of a Keyed's Take of a
 // key it does not have when KeyedConfig.NewKey is nil.
 var ErrUnknownKey = errors.New("pool: unknown key")
+
+// keyTable finds a key's pool. It is never changed: a new one replaces it.
+// A few keys are looked for in a list, which costs less than hashing the
+// key (for strings, a third of a map's lookup).
+type keyTable[K comparable, T any] struct {
+	m    map[K]*Pool[T]
+	list []keyPool[K, T] // m's entries, when there are at most listedKeys
+}
+
+type keyPool[K comparable, T any] struct {
+	key K
+	p   *Pool[T]
+}
+
+// listedKeys is the most keys looked for in a list.
+const listedKeys = 8
+
+func newKeyTable[K comparable, T any](m map[K]*Pool[T]) *keyTable[K, T] {
+	t := &keyTable[K, T]{m: m}
+	if len(m) <= listedKeys {
+		for key, p := range m {
+			t.list = append(t.list, keyPool[K, T]{key, p})
+		}
+	}
+	return t
+}
+
+// get returns key's pool, or nil.
+func (t *keyTable[K, T]) get(key K) *Pool[T] {
+	if t.list == nil {
+		return t.m[key]
+	}
+	for i := range t.list {
+		if t.list[i].key == key {
+			return t.list[i].p
+		}
+	}
+	return nil
+}
 
 // ErrKeyExists is matched (errors.Is) by the error of Keyed.Add for a key
 // the Keyed has already.
@@ -62,7 +103,7 @@ type Keyed[K comparable, T any] struct {
 	b      *budget[T]
 	leakOn atomic.Bool // a key tracks leaks: the loop watches leases after each collection
 
-	keys atomic.Pointer[map[K]*Pool[T]] // replaced, never changed, under mu
+	keys atomic.Pointer[keyTable[K, T]] // replaced, never changed, under mu
 
 	mu     sync.Mutex // held by Add, StartClose and forget; not by the loop
 	closed bool
@@ -172,7 +213,7 @@ func newKeyed[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) (*K
 		maxObjects: cfg.MaxObjects, maxQueue: cfg.MaxQueueSize, interval: cfg.ValidationInterval, clock: cfg.Clock,
 	}, hook)
 	k.b.forget, k.b.retire = k.forget, k.retire
-	k.keys.Store(&map[K]*Pool[T]{})
+	k.keys.Store(newKeyTable(map[K]*Pool[T]{}))
 	go k.b.run()
 	return k, nil
 }
@@ -195,7 +236,7 @@ func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], er
 	if k.closed {
 		return nil, ErrClosed
 	}
-	if (*k.keys.Load())[key] != nil {
+	if k.keys.Load().get(key) != nil {
 		return nil, fmt.Errorf("pool: %s: key %v: %w", k.cfg.Name, key, ErrKeyExists)
 	}
 	cfg, err := k.keyConfig(key, cfg)
@@ -211,12 +252,9 @@ func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], er
 	if !p.cfg.Leak.Disabled && k.leakOn.CompareAndSwap(false, true) {
 		k.notifyGC()
 	}
-	m := make(map[K]*Pool[T], len(*k.keys.Load())+1)
-	for kk, pp := range *k.keys.Load() {
-		m[kk] = pp
-	}
+	m := maps.Clone(k.keys.Load().m)
 	m[key] = p
-	k.keys.Store(&m)
+	k.keys.Store(newKeyTable(m))
 	k.statsMu.Lock()
 	k.pools[p] = key
 	k.statsMu.Unlock()
@@ -245,7 +283,7 @@ func (k *Keyed[K, T]) keyConfig(key K, cfg Config) (Config, error) {
 		cfg.MaxObjects = kc.MaxObjects
 	}
 	minIdle := cfg.MinIdle
-	for _, p := range *k.keys.Load() {
+	for _, p := range k.keys.Load().m {
 		minIdle += p.cfg.MinIdle
 	}
 	if minIdle > kc.MaxObjects {
@@ -289,23 +327,18 @@ func (k *Keyed[K, T]) notifyGC() {
 
 // Pool returns key's pool, or nil if the Keyed has no such key (it may come
 // with NewKey on a Take).
-func (k *Keyed[K, T]) Pool(key K) *Pool[T] { return (*k.keys.Load())[key] }
+func (k *Keyed[K, T]) Pool(key K) *Pool[T] { return k.keys.Load().get(key) }
 
 // Keys returns the keys, in no particular order.
 func (k *Keyed[K, T]) Keys() []K {
-	m := *k.keys.Load()
-	keys := make([]K, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	return keys
+	return slices.Collect(maps.Keys(k.keys.Load().m))
 }
 
 // Take takes an object of key, as Pool.Take does, within the budget (see
 // Keyed). A key not added is made by KeyedConfig.NewKey, or fails with
 // ErrUnknownKey.
 func (k *Keyed[K, T]) Take(ctx context.Context, key K) (Handle[T], error) {
-	if p := (*k.keys.Load())[key]; p != nil {
+	if p := k.keys.Load().get(key); p != nil {
 		return p.Take(ctx)
 	}
 	p, err := k.newKey(key)
@@ -317,7 +350,7 @@ func (k *Keyed[K, T]) Take(ctx context.Context, key K) (Handle[T], error) {
 
 // TryTake takes an idle object of key at once, as Pool.TryTake does.
 func (k *Keyed[K, T]) TryTake(key K) (Handle[T], error) {
-	if p := (*k.keys.Load())[key]; p != nil {
+	if p := k.keys.Load().get(key); p != nil {
 		return p.TryTake()
 	}
 	p, err := k.newKey(key)
@@ -372,15 +405,10 @@ func (k *Keyed[K, T]) owns(h Handle[T]) bool {
 func (k *Keyed[K, T]) forget(p *Pool[T]) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	old := *k.keys.Load()
-	m := make(map[K]*Pool[T], len(old))
-	for key, q := range old {
-		if q != p {
-			m[key] = q
-		}
-	}
-	if len(m) != len(old) {
-		k.keys.Store(&m)
+	m := maps.Clone(k.keys.Load().m)
+	maps.DeleteFunc(m, func(_ K, q *Pool[T]) bool { return q == p })
+	if len(m) != len(k.keys.Load().m) {
+		k.keys.Store(newKeyTable(m))
 	}
 }
 
@@ -403,7 +431,7 @@ func (k *Keyed[K, T]) StartClose() {
 		return
 	}
 	k.closed = true
-	pools := *k.keys.Load()
+	pools := k.keys.Load().m
 	k.mu.Unlock()
 	for _, p := range pools {
 		p.StartClose()
