@@ -318,8 +318,9 @@ func TestKeyedClosingAKeyFreesItsBudget(t *testing.T) {
 	}
 }
 
-// Each key backs off on its own while its creations fail; the budget's one
-// timer ends each key's backoff.
+// Each key backs off on its own while its creations fail: a Take of the
+// failing key fails at once while it is held back (nothing of it alive), the
+// other key is served, and the budget's one timer ends the backoff.
 func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 4})
 	failing := &fakeFactory{}
@@ -334,14 +335,17 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	h.giveBack(h.take("up")) // not held back
 
 	failing.set(func(f *fakeFactory) { f.createErr = nil })
-	w := h.takeAsync(context.Background(), "down")
-	waitUntil(t, "down's caller waits for the next attempt", func() bool { return h.k.Stats().Keys["down"].Waiting == 1 })
-	if !pending(w) {
+	attempts := failing.attempts.Load()
+	var ce *CreateError
+	if _, err := h.k.Take(context.Background(), "down"); !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, refused) {
+		t.Fatalf("Take while down is held back = %v, want the last failure, failed fast", err)
+	}
+	if failing.attempts.Load() != attempts {
 		t.Fatal("a creation was attempted before the backoff ended")
 	}
 	h.clk.Move(h.k.Pool("down").Config().CreateBackoff.Max)
 	h.ev.wait(t, "retry", 1)
-	h.giveBack(h.served(w))
+	h.giveBack(h.take("down"))
 	if s := h.k.Stats(); s.Keys["down"].Creates != 1 || s.Keys["down"].CreateFailuresInARow != 0 || s.CreateFailures != 1 {
 		t.Fatalf("stats %+v; want down recovered with 1 creation after 1 failure", s)
 	}
