@@ -114,27 +114,7 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 		}()
 	}
 	<-closed
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	closeErr := make(chan error, 1)
-	go func() { closeErr <- k.Close(ctx) }()
-
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(20 * time.Second):
-		t.Fatal("a Take never returned")
-	}
-	if err := <-closeErr; err != nil {
-		t.Fatalf("Close = %v", err)
-	}
-	if live := f.live.Load(); live != 0 {
-		t.Fatalf("%d objects alive after Close", live)
-	}
-	if m := f.maxLive.Load(); m > keyedStressBudget {
-		t.Fatalf("%d objects were alive at once, budget %d", m, keyedStressBudget)
-	}
+	closeAfterStress(t, k.Close, &wg, f, keyedStressBudget)
 	s := k.Stats()
 	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, overloaded %d, destroys %v",
 		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.Overloaded, s.Destroys)
