@@ -128,9 +128,9 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 }
 
 // closeAfterStress closes a pool under stress with closeFn, and checks what
-// every stress test wants at the
-// end: every worker of wg returned, Close returned nil, no object of f is
-// alive, and never more than budget were at once.
+// every stress test wants at the end: every worker of wg returned, Close
+// returned nil, no object of f is alive, and never more than budget were at
+// once.
 func closeAfterStress(t *testing.T, closeFn func(context.Context) error, wg *sync.WaitGroup, f *fakeFactory, budget int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
