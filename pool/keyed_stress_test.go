@@ -148,27 +148,5 @@ func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
 		t.Errorf("Take(%q) handed out an object of %s", key, h.e.pool.cfg.Name)
 	}
-	o := h.Value()
-	if !o.held.CompareAndSwap(0, 1) {
-		t.Errorf("object %d handed to two callers", o.id)
-		return
-	}
-	for range rng.IntN(200) { // hold it a little
-		_ = rng.Uint64()
-	}
-	if rng.IntN(20) == 0 {
-		o.broken.Store(true)
-	}
-	o.held.Store(0)
-	if rng.IntN(10) == 0 {
-		err = k.Discard(h)
-	} else {
-		err = k.GiveBack(h)
-	}
-	if err != nil {
-		t.Errorf("give back: %v", err)
-	}
-	if err := k.GiveBack(h); !errors.Is(err, ErrAlreadyReturned) {
-		t.Errorf("second give back = %v, want ErrAlreadyReturned", err)
-	}
+	holdAndReturn(t, rng, h, k.GiveBack, k.Discard)
 }

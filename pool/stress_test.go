@@ -179,6 +179,14 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 		}
 		return
 	}
+	holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+}
+
+// holdAndReturn holds h, taken in a stress test, a little (checking that
+// nobody else holds its object), may break its object, and gives it back or
+// discards it with giveBack and discard, checking that a second give-back
+// is refused.
+func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, discard func(Handle[*fakeObj]) error) {
 	o := h.Value()
 	if !o.held.CompareAndSwap(0, 1) {
 		t.Errorf("object %d handed to two callers", o.id)
@@ -191,15 +199,16 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 		o.broken.Store(true)
 	}
 	o.held.Store(0)
+	var err error
 	if rng.IntN(10) == 0 {
-		err = p.Discard(h)
+		err = discard(h)
 	} else {
-		err = p.GiveBack(h)
+		err = giveBack(h)
 	}
 	if err != nil {
 		t.Errorf("give back: %v", err)
 	}
-	if err := p.GiveBack(h); !errors.Is(err, ErrAlreadyReturned) {
+	if err := giveBack(h); !errors.Is(err, ErrAlreadyReturned) {
 		t.Errorf("second give back = %v, want ErrAlreadyReturned", err)
 	}
 }
