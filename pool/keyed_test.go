@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,6 +38,41 @@ func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
 	}
 	if got := h.k.Pool("primary").Config().Name; got != "keyed[primary]" {
 		t.Fatalf("key's pool name %q, want keyed[primary]", got)
+	}
+}
+
+// Keys are found whether they are few (a list) or many (a map), and a key
+// closed is found no more, in either.
+func TestKeyedFindsKeysFewAndMany(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2 * listedKeys})
+	var keys []string
+	for i := range listedKeys + 2 {
+		key := fmt.Sprintf("tenant-%d", i)
+		keys = append(keys, key)
+		p := h.add(key, Config{})
+		for _, k := range keys {
+			if got := h.k.Pool(k); got == nil || (k == key && got != p) {
+				t.Fatalf("with %d keys: Pool(%q) = %p, want its pool", len(keys), k, got)
+			}
+		}
+		if h.k.Pool("nobody") != nil {
+			t.Fatalf("with %d keys: Pool of a key not added is not nil", len(keys))
+		}
+	}
+	hd := h.take(keys[len(keys)-1])
+	if hd.e.pool != h.k.Pool(keys[len(keys)-1]) {
+		t.Fatal("a Take's object is not of its key's pool")
+	}
+	h.giveBack(hd)
+	for _, key := range []string{keys[0], keys[len(keys)-1]} {
+		h.k.Pool(key).StartClose()
+		waitUntil(t, key+" is forgotten", func() bool { return h.k.Pool(key) == nil })
+	}
+	if _, err := h.k.Take(context.Background(), keys[0]); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("Take of a key closed = %v, want ErrUnknownKey", err)
+	}
+	if got := len(h.k.Keys()); got != len(keys)-2 {
+		t.Fatalf("%d keys, want %d", got, len(keys)-2)
 	}
 }
 
