@@ -3,10 +3,10 @@ package prometheus_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"sync/atomic"
 	"testing"
