@@ -294,11 +294,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://app:s3cret@db:5432/x":             "postgres://app:xxxxx@db:5432/x",
-		"postgres://app:p@ss@db/x fails":              "postgres://app:xxxxx@db/x fails",
-		"host=db password='a b' user=app":             "host=db password=xxxxx user=app",
-		"user=app PASSWORD=hunter2 sslpassword=x2":    "user=app PASSWORD=xxxxx sslpassword=xxxxx",
-		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":             "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
+		"postgres://app:s3cret@db:5432/x":              "postgres://app:xxxxx@db:5432/x",
+		"postgres://app:p@ss@db/x fails":               "postgres://app:xxxxx@db/x fails",
+		"host=db password='a b' user=app":              "host=db password=xxxxx user=app",
+		"user=app PASSWORD=hunter2 sslpassword=x2":     "user=app PASSWORD=xxxxx sslpassword=xxxxx",
+		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":              "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
 		"no secret here: connection refused (db:5432)": "no secret here: connection refused (db:5432)",
 	} {
 		if got := health.Redact(in); got != want {

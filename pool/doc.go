@@ -95,4 +95,12 @@
 // hold times are measured with a clock read at the Take, made only when
 // MaxLifetime or HoldThreshold is set, so that an expired object is never
 // handed out and a hold is reported with its true length.
+//
+// What happens to a pool (a creation failing or recovering, an object
+// destroyed and why, a leak, a hold past the threshold, closing) is an
+// Event: logged through Config.Logger (log/slog) at the level its EventKind
+// states, with the attribute names of the Attr constants (stable, for log
+// queries), and passed to Config.OnEvent for users who route events
+// elsewhere. Stats counts the same things for metrics (see package health
+// and the metrics/prometheus module).
 package pool
