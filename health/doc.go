@@ -13,7 +13,8 @@
 //
 // Readiness means a query can be served now: the pool is not closed, its
 // breaker is not open, its pause (the server's "slow down") does not hold,
-// and an object was obtained and given back within Config.ProbeTimeout.
+// and its Probe (an object taken and given back, or a ping) succeeded
+// within Config.ProbeTimeout.
 // Liveness says only that the process answers: a database that is down
 // must not get the process restarted.
 //

@@ -127,8 +127,8 @@ func TestReadinessIsBoundedWhenNoObjectComesBack(t *testing.T) {
 	c := newChecker(t, health.Config{ProbeTimeout: time.Millisecond})
 	_ = c.Add("one", health.FromPool(p))
 	rd := c.Ready(context.Background())
-	if rd.Ready || !strings.Contains(rd.Pools[0].Reason, "no object within 1ms") {
-		t.Fatalf("readiness = %+v, want not ready: no object within 1ms", rd)
+	if rd.Ready || !strings.Contains(rd.Pools[0].Reason, "probe failed (bound 1ms)") {
+		t.Fatalf("readiness = %+v, want not ready: probe failed (bound 1ms)", rd)
 	}
 }
 

@@ -67,7 +67,7 @@ func (c *Checker) readiness(ctx context.Context, name string, src Source) PoolRe
 		defer cancel()
 		if err := src.Probe(pctx); err != nil {
 			retryAt, _ := resilience.RetryAfter(err)
-			return notReady(retryAt, "no object within %v: %v", c.cfg.ProbeTimeout, err)
+			return notReady(retryAt, "probe failed (bound %v): %v", c.cfg.ProbeTimeout, err)
 		}
 	}
 	return PoolReadiness{Name: name, Ready: true}

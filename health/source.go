@@ -33,9 +33,16 @@ type Source struct {
 var ErrNoStats = errors.New("health: Source.Stats is nil")
 
 // FromPool returns the Source of p: its Stats, Closed, and a Probe that
-// takes an object (the pool's checks and hooks run, as for any caller:
-// for a driver's pool, the session reset that finds a dead connection) and
-// gives it back at once.
+// takes an object (the pool's checks and hooks run, as for any caller) and
+// gives it back at once. When the object has a method Ping(ctx) error (a
+// *pgx.Conn has), the Probe pings it too, and discards it if that fails.
+//
+// For the pool of a database/sql Connector (package driver), whose idle
+// connections are not pinged on take, set Probe to the *sql.DB's
+// PingContext, so that readiness sees a server that went away at once:
+//
+//	src := health.FromPool(connector.Pool())
+//	src.Probe = db.PingContext
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
 		Stats:  p.Stats,
@@ -44,6 +51,12 @@ func FromPool[T any](p *pool.Pool[T]) Source {
 			h, err := p.Take(ctx)
 			if err != nil {
 				return err
+			}
+			if pinger, ok := any(h.Value()).(interface{ Ping(context.Context) error }); ok {
+				if err := pinger.Ping(ctx); err != nil {
+					_ = p.Discard(h)
+					return err
+				}
 			}
 			return p.GiveBack(h)
 		},
