@@ -47,19 +47,21 @@ func (c *Checker) Remove(name string) {
 	c.mu.Unlock()
 }
 
-type named struct {
-	name string
-	src  Source
+// Named is a source and its name.
+type Named struct {
+	Name   string
+	Source Source
 }
 
-// sorted returns the sources, sorted by name.
-func (c *Checker) sorted() []named {
+// Sources returns the sources, sorted by name: for exporting them
+// elsewhere (the metrics/prometheus module's Collector reads them).
+func (c *Checker) Sources() []Named {
 	c.mu.RLock()
-	ns := make([]named, 0, len(c.sources))
+	ns := make([]Named, 0, len(c.sources))
 	for n, s := range c.sources {
-		ns = append(ns, named{n, s})
+		ns = append(ns, Named{n, s})
 	}
 	c.mu.RUnlock()
-	slices.SortFunc(ns, func(a, b named) int { return cmp.Compare(a.name, b.name) })
+	slices.SortFunc(ns, func(a, b Named) int { return cmp.Compare(a.Name, b.Name) })
 	return ns
 }

@@ -1,9 +1,10 @@
 package health
 
 import (
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 // Defaults of the zero Config.
@@ -39,25 +40,14 @@ type Config struct {
 	LivePath, ReadyPath, ReportPath string
 }
 
-// ConfigError names a Config field whose value is not accepted.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string // what is accepted
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("health: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
 // withDefaults validates c and returns it with its defaults filled in.
 func (c Config) withDefaults() (Config, error) {
-	if c.ProbeTimeout < 0 {
-		return c, &ConfigError{"ProbeTimeout", c.ProbeTimeout, "must be 0 (default 1s) or positive"}
+	if err := resilience.Check(c.ProbeTimeout >= 0, "health", "ProbeTimeout", c.ProbeTimeout, "a duration >= 0 (0: 1s)"); err != nil {
+		return c, err
 	}
 	for _, q := range c.Quantiles {
-		if !(q > 0 && q <= 1) {
-			return c, &ConfigError{"Quantiles", c.Quantiles, "each must be in (0, 1]"}
+		if err := resilience.Check(q > 0 && q <= 1, "health", "Quantiles", c.Quantiles, "quantiles in (0, 1]"); err != nil {
+			return c, err
 		}
 	}
 	if c.ProbeTimeout == 0 {
@@ -80,10 +70,10 @@ func (c Config) withDefaults() (Config, error) {
 			*f.p = f.def
 		}
 		if !strings.HasPrefix(*f.p, "/") {
-			return c, &ConfigError{f.field, *f.p, "must begin with '/'"}
+			return c, resilience.Check(false, "health", f.field, *f.p, "a path beginning with '/'")
 		}
 		if other, ok := seen[*f.p]; ok {
-			return c, &ConfigError{f.field, *f.p, "must differ from " + other}
+			return c, resilience.Check(false, "health", f.field, *f.p, "a path other than "+other+"'s")
 		}
 		seen[*f.p] = f.field
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/pause"
@@ -281,7 +282,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{health.Config{ReportPath: "/livez"}, "ReportPath"},
 	} {
 		_, err := health.New(tc.cfg)
-		var ce *health.ConfigError
+		var ce *resilience.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("New(%+v) = %v, want a ConfigError on %s", tc.cfg, err, tc.field)
 		}

@@ -69,8 +69,8 @@ type PauseState struct {
 // statistics only: it neither waits nor probes.
 func (c *Checker) Report() Report {
 	r := Report{Time: c.cfg.Now()}
-	for _, n := range c.sorted() {
-		r.Pools = append(r.Pools, c.poolReport(n.name, n.src))
+	for _, n := range c.Sources() {
+		r.Pools = append(r.Pools, c.poolReport(n.Name, n.Source))
 	}
 	return r
 }

@@ -1,11 +1,6 @@
 package prometheus
 
 import (
-	"cmp"
-	"errors"
-	"slices"
-	"sync"
-
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/respool/respool/health"
@@ -13,41 +8,19 @@ import (
 	"github.com/respool/respool/resilience/breaker"
 )
 
-// Collector is a prometheus.Collector of respool pools, added by name. It
+// Collector is a prometheus.Collector of the pools of a health.Checker:
+// add a pool to the Checker once, and it is both checked and exported. It
 // is safe for concurrent use; register it once (prometheus.MustRegister).
 type Collector struct {
-	mu      sync.RWMutex
-	sources map[string]health.Source // guarded by mu
+	checker *health.Checker
 }
 
 var _ prom.Collector = (*Collector)(nil)
 
-// NewCollector returns a Collector without sources.
-func NewCollector() *Collector { return &Collector{sources: map[string]health.Source{}} }
-
-// Add exports s under the label pool=name, replacing the source of that
-// name if there is one. health.FromPool makes a Source of any pool (for
-// package driver: FromPool(connector.Pool())); set its Breaker, Pause and
-// Limiter to export them too.
-func (c *Collector) Add(name string, s health.Source) error {
-	if name == "" {
-		return errors.New("prometheus: Add: empty pool name")
-	}
-	if s.Stats == nil {
-		return health.ErrNoStats
-	}
-	c.mu.Lock()
-	c.sources[name] = s
-	c.mu.Unlock()
-	return nil
-}
-
-// Remove stops exporting the source named name.
-func (c *Collector) Remove(name string) {
-	c.mu.Lock()
-	delete(c.sources, name)
-	c.mu.Unlock()
-}
+// NewCollector returns a Collector of checker's sources, each under the
+// label pool=its name. Sources added to or removed from checker later are
+// exported or dropped from the next scrape on.
+func NewCollector(checker *health.Checker) *Collector { return &Collector{checker: checker} }
 
 func desc(name, help string, labels ...string) *prom.Desc {
 	return prom.NewDesc("respool_"+name, help, append([]string{"pool"}, labels...), nil)
@@ -101,17 +74,8 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 
 // Collect reads every source and sends its metrics.
 func (c *Collector) Collect(ch chan<- prom.Metric) {
-	c.mu.RLock()
-	names := make([]string, 0, len(c.sources))
-	srcs := make(map[string]health.Source, len(c.sources))
-	for n, s := range c.sources {
-		names = append(names, n)
-		srcs[n] = s
-	}
-	c.mu.RUnlock()
-	slices.SortFunc(names, cmp.Compare)
-	for _, n := range names {
-		collectSource(ch, n, srcs[n])
+	for _, n := range c.checker.Sources() {
+		collectSource(ch, n.Name, n.Source)
 	}
 }
 

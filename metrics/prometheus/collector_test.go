@@ -120,14 +120,14 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 	defer pa.Stop()
 	pa.Hold(time.Minute, errors.New("slow down"))
 
-	c := respoolprom.NewCollector()
+	checker, _ := health.New(health.Config{})
 	src := health.FromPool(p)
 	src.Breaker, src.Pause = b, pa
-	if err := c.Add("orders", src); err != nil {
+	if err := checker.Add("orders", src); err != nil {
 		t.Fatal(err)
 	}
 	reg := prom.NewRegistry()
-	reg.MustRegister(c)
+	reg.MustRegister(respoolprom.NewCollector(checker))
 
 	mfs := scrape(t, reg)
 	pl := map[string]string{"pool": "orders"}
@@ -204,25 +204,22 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 	}
 }
 
-func TestRemoveStopsExporting(t *testing.T) {
+func TestRemovedPoolsAreNotExported(t *testing.T) {
 	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, pool.Config{Leak: leakOff})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	c := respoolprom.NewCollector()
+	c, _ := health.New(health.Config{})
 	_ = c.Add("a", health.FromPool(p))
 	_ = c.Add("b", health.FromPool(p))
 	reg := prom.NewRegistry()
-	reg.MustRegister(c)
+	reg.MustRegister(respoolprom.NewCollector(c))
 	if n := len(scrape(t, reg)["respool_objects"].GetMetric()); n != 2 {
 		t.Fatalf("%d pools exported, want 2", n)
 	}
 	c.Remove("a")
 	if n := len(scrape(t, reg)["respool_objects"].GetMetric()); n != 1 {
 		t.Fatalf("after Remove: %d pools exported, want 1", n)
-	}
-	if err := c.Add("c", health.Source{}); !errors.Is(err, health.ErrNoStats) {
-		t.Fatalf("Add without Stats: %v", err)
 	}
 }

@@ -1,10 +1,11 @@
 // Package prometheus exports respool pools as Prometheus metrics: a
-// Collector (of github.com/prometheus/client_golang) reads each pool's
-// Stats, and the state of the breaker, pause and rate limiter guarding it,
-// at every scrape. It is a module of its own, so that respool's core does
+// Collector (of github.com/prometheus/client_golang) reads the pools of a
+// health.Checker, their Stats and the state of the breaker, pause and rate
+// limiter guarding them, at every scrape. It is a module of its own, so that respool's core does
 // not require the Prometheus client.
 //
-// Every metric has the label pool, the name a source was added under.
+// Every metric has the label pool, the name a source was added to the
+// Checker under.
 // Counters end in _total, durations are in seconds:
 //
 //	respool_objects                      gauge     objects alive (created, being created or tested)

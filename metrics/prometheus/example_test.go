@@ -17,8 +17,8 @@ import (
 	"github.com/respool/respool/pool"
 )
 
-// Export a pool's metrics for scraping. For a database/sql pool of package
-// driver, add health.FromPool(connector.Pool()).
+// Export the metrics of a Checker's pools for scraping. For a database/sql
+// pool of package driver, add health.FromPool(connector.Pool()).
 func ExampleCollector() {
 	p, err := pool.New[int](factory.Funcs[int]{
 		CreateFunc: func(context.Context) (int, error) { return 1, nil },
@@ -28,12 +28,15 @@ func ExampleCollector() {
 	}
 	defer p.Close(context.Background())
 
-	collector := respoolprom.NewCollector()
-	if err := collector.Add("orders", health.FromPool(p)); err != nil {
+	checker, err := health.New(health.Config{}) // also serves /readyz: see package health
+	if err != nil {
+		panic(err)
+	}
+	if err := checker.Add("orders", health.FromPool(p)); err != nil {
 		panic(err)
 	}
 	reg := prom.NewRegistry() // or prometheus.DefaultRegisterer
-	reg.MustRegister(collector)
+	reg.MustRegister(respoolprom.NewCollector(checker))
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})) // serve it at /metrics
 	defer srv.Close()
 
