@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 # Nested modules with their own go.mod (heavy or test-only dependencies).
-MODULES := . bench integration
+MODULES := . bench integration metrics/prometheus
 STATICCHECK_VERSION := v0.7.0
 BENCH_COUNT ?= 10
 BENCH_TIME ?= 200ms
@@ -19,9 +19,10 @@ test: test-unit test-integration ## every test of every module, with -race (inst
 
 test-race: test ## same as test: every test runs with -race
 
-test-unit: ## unit tests of the library and the bench module, with -race
+test-unit: ## unit tests of the library, the bench module and the Prometheus collector, with -race
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
+	cd metrics/prometheus && $(GO) test -race -count=1 ./...
 
 test-integration: ## tests against real PostgreSQL and MariaDB servers started on loopback
 	bash scripts/ensure-mariadb.sh

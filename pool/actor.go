@@ -3,8 +3,6 @@ package pool
 import (
 	"context"
 	"time"
-
-	"github.com/respool/respool/internal/leaktrack"
 )
 
 type msgKind uint8
@@ -105,6 +103,7 @@ func (a *actor[T]) run() {
 		}
 		if a.closing && a.total == 0 {
 			p.wg.Wait() // every pool goroutine has sent its last message
+			p.emit(Event{Kind: EventClosed}, true)
 			close(p.done)
 			return
 		}
@@ -523,7 +522,7 @@ func (a *actor[T]) reportHeld(now int64) {
 		if held := now - e.takenAt.Load(); held >= int64(threshold) {
 			e.heldReported = lease
 			p.counters.held.Add(1)
-			leaktrack.LogHeld(p.cfg.Logger, p.cfg.Name, time.Duration(held), threshold, e.site.Load())
+			p.emit(Event{Kind: EventHeldTooLong, Held: time.Duration(held), Threshold: threshold, TakenAt: e.site.Load().String()}, true)
 		}
 	}
 }

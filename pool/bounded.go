@@ -58,8 +58,5 @@ func (p *Pool[T]) destroyLate(obj T, why DestroyReason) {
 	if p.closed.Load() {
 		why = DestroyClosed
 	}
-	if err := p.factory.Destroy(obj); err != nil {
-		p.cfg.Logger.Warn("destroy failed", "pool", p.cfg.Name, "reason", why.String(), "error", err)
-	}
-	p.counters.destroys[why].Add(1)
+	p.destroyObject(obj, why)
 }

@@ -136,9 +136,16 @@ type Config struct {
 	Leak leak.Config
 	// Clock is the source of time. Nil means SystemClock.
 	Clock Clock
-	// Logger receives leak reports and destroy failures. Nil means
+	// Logger receives the pool's events (see EventKind for each one's
+	// level, and the Attr constants for the attribute names). Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// OnEvent, when set, receives every event (each creation failure, not
+	// only those logged), on the goroutine where it happened (the actor's,
+	// a destroyer's, the garbage collector's cleanup goroutine): it must be
+	// quick and must not block; it may read Stats but must not Take or
+	// Close. Nil means none: events are only logged.
+	OnEvent func(Event)
 	// Name names the pool in log lines. Empty means "pool".
 	Name string
 }

@@ -186,6 +186,12 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 func (a *actor[T]) noted(now int64) {
 	a.logFailure(now)
 	a.publishFailure()
+	g := &a.gate
+	e := Event{Kind: EventCreateFailed, Err: g.lastErr, Failures: g.failures}
+	if g.held {
+		e.RetryAt = a.p.timeAt(g.retryAt)
+	}
+	a.p.emit(e, false) // logged at a bounded rate
 }
 
 // failPending goes through the requests for a creation after a failure:
@@ -249,6 +255,7 @@ func (a *actor[T]) createError(err error, fast bool) *CreateError {
 func (a *actor[T]) createSucceeded() {
 	g, maxObjects := &a.gate, a.p.cfg.MaxObjects
 	if g.failures > 0 {
+		a.p.emit(Event{Kind: EventCreateRecovered, Failures: g.failures}, false) // logged at a bounded rate
 		a.logRecovery()
 		g.failures, g.level = 0, 0
 		g.failing = false
@@ -380,15 +387,19 @@ func (a *actor[T]) flushFailureLog(now int64) {
 // A recovery is logged at level Info, a failure at Warn.
 func (a *actor[T]) logLine(now int64, msg string, recovered bool) {
 	p, g := a.p, &a.gate
-	args := []any{"pool", p.cfg.Name, "failures", g.unlogged, "in_a_row", g.failures, "error", g.lastErr}
+	kind := EventCreateFailed
+	if recovered {
+		kind = EventCreateRecovered
+	}
+	args := []any{AttrPool, p.cfg.Name, AttrEvent, kind.String(), AttrFailures, g.unlogged, AttrInARow, g.failures, AttrError, g.lastErr}
 	if g.held {
-		args = append(args, "next_attempt_in", time.Duration(g.retryAt-now).Round(time.Millisecond))
+		args = append(args, AttrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
 	}
 	if g.limit < p.cfg.MaxObjects {
-		args = append(args, "effective_max_objects", g.limit)
+		args = append(args, AttrEffectiveMax, g.limit)
 	}
 	if recovered {
-		args = append(args, "recovered", true)
+		args = append(args, AttrRecovered, true)
 		p.cfg.Logger.Info(msg, args...)
 	} else {
 		p.cfg.Logger.Warn(msg, args...)

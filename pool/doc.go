@@ -102,4 +102,12 @@
 // with the other keys' callers, and gets the slot of another key's idle
 // object (least recently used, never below that key's MinIdle) or of one
 // given back to a key that does not need it (see Keyed).
+//
+// What happens to a pool (a creation failing or recovering, an object
+// destroyed and why, a leak, a hold past the threshold, closing) is an
+// Event: logged through Config.Logger (log/slog) at the level its EventKind
+// states, with the attribute names of the Attr constants (stable, for log
+// queries), and passed to Config.OnEvent for users who route events
+// elsewhere. Stats counts the same things for metrics (see package health
+// and the metrics/prometheus module).
 package pool

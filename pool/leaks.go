@@ -63,7 +63,7 @@ func (p *Pool[T]) reclaimLost(ref leaseRef[T]) {
 		return
 	}
 	p.counters.leaks.Add(1)
-	leaktrack.LogLost(p.cfg.Logger, p.cfg.Name, ref.e.site.Load())
+	p.emit(Event{Kind: EventLeak, TakenAt: ref.e.site.Load().String()}, true)
 	p.destroy(ref.e, DestroyLeaked)
 }
 

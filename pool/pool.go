@@ -188,10 +188,7 @@ func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := p.factory.Destroy(e.obj); err != nil {
-			p.cfg.Logger.Warn("destroy failed", "pool", p.cfg.Name, "reason", why.String(), "error", err)
-		}
-		p.counters.destroys[why].Add(1)
+		p.destroyObject(e.obj, why)
 		p.send(message[T]{kind: msgDestroyed, e: e}) // the actor runs until this arrives
 	}()
 }
@@ -204,6 +201,7 @@ func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
 func (p *Pool[T]) StartClose() {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		p.emit(Event{Kind: EventClosing}, true)
 		close(p.closing)
 		if p.keyed != nil {
 			p.keyed.keyClosing(p)

@@ -1,7 +1,8 @@
 // Package leaktrack is the machinery behind package leak: tokens watched by
-// the garbage collector, captured call sites and the report lines. Only the
-// pool uses it; users configure it through leak.Config and search logs for
-// leak.MsgLeak and leak.MsgHeld.
+// the garbage collector and captured call sites. Only the pool uses it; it
+// reports what it finds as pool events (pool.EventLeak, logged as
+// leak.MsgLeak; pool.EventHeldTooLong, as leak.MsgHeld). Users configure it
+// through leak.Config.
 //
-// It imports no other respool package but leak, for the message constants.
+// It imports no other respool package.
 package leaktrack

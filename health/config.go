@@ -1,0 +1,81 @@
+package health
+
+import (
+	"strings"
+	"time"
+
+	"github.com/respool/respool/resilience"
+)
+
+// Defaults of the zero Config.
+const (
+	DefaultProbeTimeout = time.Second
+	DefaultLivePath     = "/livez"
+	DefaultReadyPath    = "/readyz"
+	DefaultReportPath   = "/health"
+)
+
+// DefaultQuantiles are the acquire-wait quantiles of a report.
+var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
+
+// Config configures a Checker. Every zero value means the default written
+// beside it; New validates it.
+type Config struct {
+	// ProbeTimeout bounds each source's Probe in a readiness check: a
+	// source that cannot hand out an object within it is not ready.
+	// Zero means DefaultProbeTimeout (1s).
+	ProbeTimeout time.Duration
+	// Quantiles are the acquire-wait quantiles reported, each in (0, 1].
+	// Nil means DefaultQuantiles (0.5, 0.9, 0.99).
+	Quantiles []float64
+	// Redact, when set, is applied to every error text after the package's
+	// own Redact: for secrets of your own.
+	Redact func(string) string
+	// Now is the time of reports. Nil means time.Now.
+	Now func() time.Time
+	// LivePath, ReadyPath and ReportPath are the Handler's paths; each must
+	// begin with '/' and differ from the others. Empty means
+	// DefaultLivePath (/livez), DefaultReadyPath (/readyz) and
+	// DefaultReportPath (/health).
+	LivePath, ReadyPath, ReportPath string
+}
+
+// withDefaults validates c and returns it with its defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	if err := resilience.Check(c.ProbeTimeout >= 0, "health", "ProbeTimeout", c.ProbeTimeout, "a duration >= 0 (0: 1s)"); err != nil {
+		return c, err
+	}
+	for _, q := range c.Quantiles {
+		if err := resilience.Check(q > 0 && q <= 1, "health", "Quantiles", c.Quantiles, "quantiles in (0, 1]"); err != nil {
+			return c, err
+		}
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
+	if c.Quantiles == nil {
+		c.Quantiles = DefaultQuantiles
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	paths := []struct {
+		field string
+		p     *string
+		def   string
+	}{{"LivePath", &c.LivePath, DefaultLivePath}, {"ReadyPath", &c.ReadyPath, DefaultReadyPath}, {"ReportPath", &c.ReportPath, DefaultReportPath}}
+	seen := map[string]string{}
+	for _, f := range paths {
+		if *f.p == "" {
+			*f.p = f.def
+		}
+		if !strings.HasPrefix(*f.p, "/") {
+			return c, resilience.Check(false, "health", f.field, *f.p, "a path beginning with '/'")
+		}
+		if other, ok := seen[*f.p]; ok {
+			return c, resilience.Check(false, "health", f.field, *f.p, "a path other than "+other+"'s")
+		}
+		seen[*f.p] = f.field
+	}
+	return c, nil
+}

@@ -1,0 +1,27 @@
+// Package health reports the health of respool pools and the resilience
+// mechanisms in front of them, for people (a JSON report) and for load
+// balancers (liveness and readiness answers).
+//
+// A Checker holds Sources by name: FromPool makes one for any *pool.Pool,
+// including the pool behind a database/sql Connector of package driver
+// (Connector.Pool); its Breaker, Pause and Limiter fields add the state of
+// those mechanisms when they guard the pool. Checker.Report returns typed
+// values (counts, acquire-wait quantiles, the last creation error with
+// passwords removed, breaker state); Report's JSON is a view of them.
+// Checker.Ready probes every source within a short bound; Checker.Handler
+// serves both over HTTP.
+//
+// Readiness means a query can be served now: the pool is not closed, its
+// breaker is not open, its pause (the server's "slow down") does not hold,
+// and its Probe (an object taken and given back, or a ping) succeeded
+// within Config.ProbeTimeout.
+// Liveness says only that the process answers: a database that is down
+// must not get the process restarted.
+//
+// No report, answer or error carries a password: error texts are passed
+// through Redact (URL user information and password=... values) and
+// Config.Redact.
+//
+// This package reads packages pool and resilience; it does not import the
+// driver, whose Connector.Pool it reads through FromPool.
+package health

@@ -1,0 +1,64 @@
+package health
+
+import (
+	"context"
+	"errors"
+
+	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/ratelimit"
+)
+
+// Source is what a Checker reads about one pool. Stats is required; the
+// other fields are optional, and a nil one is left out of reports and
+// readiness.
+type Source struct {
+	// Stats returns the pool's statistics.
+	Stats func() pool.Stats
+	// Closed reports that the pool is closed (not ready, for good).
+	Closed func() bool
+	// Probe obtains an object and gives it back, within ctx: readiness
+	// fails when it returns an error. Nil: readiness does not probe.
+	Probe func(ctx context.Context) error
+	// Breaker, Pause and Limiter are the mechanisms guarding the pool, if
+	// any: reports show their state, and an open breaker or a holding
+	// pause makes the source not ready.
+	Breaker *breaker.Breaker
+	Pause   *pause.Pause
+	Limiter *ratelimit.Limiter
+}
+
+// ErrNoStats is returned by Checker.Add for a Source without Stats.
+var ErrNoStats = errors.New("health: Source.Stats is nil")
+
+// FromPool returns the Source of p: its Stats, Closed, and a Probe that
+// takes an object (the pool's checks and hooks run, as for any caller) and
+// gives it back at once. When the object has a method Ping(ctx) error (a
+// *pgx.Conn has), the Probe pings it too, and discards it if that fails.
+//
+// For the pool of a database/sql Connector (package driver), whose idle
+// connections are not pinged on take, set Probe to the *sql.DB's
+// PingContext, so that readiness sees a server that went away at once:
+//
+//	src := health.FromPool(connector.Pool())
+//	src.Probe = db.PingContext
+func FromPool[T any](p *pool.Pool[T]) Source {
+	return Source{
+		Stats:  p.Stats,
+		Closed: p.Closed,
+		Probe: func(ctx context.Context) error {
+			h, err := p.Take(ctx)
+			if err != nil {
+				return err
+			}
+			if pinger, ok := any(h.Value()).(interface{ Ping(context.Context) error }); ok {
+				if err := pinger.Ping(ctx); err != nil {
+					_ = p.Discard(h)
+					return err
+				}
+			}
+			return p.GiveBack(h)
+		},
+	}
+}

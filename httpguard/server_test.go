@@ -1,0 +1,161 @@
+package httpguard_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/httpguard"
+	"github.com/respool/respool/leak"
+	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/resilience/ratelimit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newServer(t *testing.T, c httpguard.ServerConfig) *httpguard.Server {
+	t.Helper()
+	s, err := httpguard.NewServer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// call makes a request to a real HTTP server and returns its status,
+// Retry-After and body.
+func call(t *testing.T, url string) (int, string, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+}
+
+func TestQueueFullIs503WithRetryAfter(t *testing.T) {
+	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
+		pool.Config{MaxObjects: 1, MaxQueueSize: 1, Leak: leak.Config{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	s := newServer(t, httpguard.ServerConfig{DefaultRetryAfter: 2 * time.Second})
+	srv := httptest.NewServer(s.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		h, err := p.Take(r.Context())
+		if err != nil {
+			return err
+		}
+		defer p.GiveBack(h)
+		_, _ = io.WriteString(w, "served")
+		return nil
+	}))
+	defer srv.Close()
+
+	if code, _, body := call(t, srv.URL); code != 200 || body != "served" {
+		t.Fatalf("idle pool: %d %q", code, body)
+	}
+	// The only object held, one caller queued: the next request is refused.
+	held, _ := p.Take(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan struct{})
+	go func() {
+		defer close(queued)
+		if h, err := p.Take(ctx); err == nil {
+			_ = p.GiveBack(h)
+		}
+	}()
+	for p.Stats().Queued != 1 {
+		runtime.Gosched() // the caller has not queued yet
+	}
+	code, ra, body := call(t, srv.URL)
+	cancel()
+	<-queued
+	_ = p.GiveBack(held)
+	if code != http.StatusServiceUnavailable || ra != "2" || strings.Contains(body, "queue") {
+		t.Fatalf("queue full: %d Retry-After %q body %q, want 503, 2, no error text", code, ra, body)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	clock := clocktest.New(time.Time{})
+	s := newServer(t, httpguard.ServerConfig{Clock: clock})
+	now := clock.Now()
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		after  time.Duration
+	}{
+		{"queue full", &pool.QueueFullError{}, 503, time.Second},
+		{"overloaded", &pool.OverloadError{}, 503, time.Second},
+		{"failed fast", &pool.CreateError{Err: errors.New("refused"), FailedFast: true, RetryAt: now.Add(2500 * time.Millisecond)}, 503, 2500 * time.Millisecond},
+		{"acquire timeout", &pool.AcquireTimeoutError{}, 503, time.Second},
+	} {
+		rf, ok := s.Classify(tc.err)
+		if !ok || rf.Status != tc.status || rf.RetryAfter != tc.after {
+			t.Errorf("%s: %+v %v, want %d after %v", tc.name, rf, ok, tc.status, tc.after)
+		}
+	}
+	if _, ok := s.Classify(errors.New("syntax error")); ok {
+		t.Error("an application error classified as a refusal")
+	}
+	rec := httptest.NewRecorder()
+	s.WriteError(rec, httptest.NewRequest("GET", "/", nil), &pool.CreateError{Err: errors.New("x"), RetryAt: now.Add(2500 * time.Millisecond)})
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "3" {
+		t.Errorf("WriteError: %d Retry-After %q, want 503 and 3 (rounded up)", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	rec = httptest.NewRecorder()
+	s.WriteError(rec, httptest.NewRequest("GET", "/", nil), errors.New("password=hunter2 rejected"))
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "hunter2") {
+		t.Errorf("other error: %d %q, want a plain 500", rec.Code, rec.Body.String())
+	}
+}
+
+func TestAdmitAnswers429ForTheLimiterAnd503ForTheBreaker(t *testing.T) {
+	clock := clocktest.New(time.Time{})
+	lim, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Permits: 1, Period: time.Minute}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, httpguard.ServerConfig{Clock: clock})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv := httptest.NewServer(s.Admit(lim)(ok))
+	defer srv.Close()
+	if code, _, _ := call(t, srv.URL); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	if code, ra, _ := call(t, srv.URL); code != http.StatusTooManyRequests || ra != "60" {
+		t.Fatalf("second request: %d Retry-After %q, want 429 and 60", code, ra)
+	}
+
+	b, err := breaker.New(breaker.Config{Clock: clock, MinimumCalls: 1, FailureRate: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) })
+	bsrv := httptest.NewServer(s.Admit(b)(fail))
+	defer bsrv.Close()
+	if code, _, _ := call(t, bsrv.URL); code != 500 {
+		t.Fatalf("failing handler: %d", code)
+	}
+	if b.State() != breaker.Open {
+		t.Fatalf("breaker %v after a 500, want open", b.State())
+	}
+	if code, ra, _ := call(t, bsrv.URL); code != http.StatusServiceUnavailable || ra != "5" {
+		t.Fatalf("open breaker: %d Retry-After %q, want 503 and 5 (the first open delay)", code, ra)
+	}
+}

@@ -1,0 +1,170 @@
+package pool
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/respool/respool/leak"
+)
+
+// EventKind says what happened to a pool.
+type EventKind uint8
+
+// The kinds of event. Their String values are stable: the "event"
+// attribute of a log line.
+const (
+	// EventCreateFailed: a creation failed. Err, Failures (in a row),
+	// RetryAt (the next attempt, while creations are held back). Logged at
+	// Warn at a bounded rate (CreateBackoff.LogInterval): one line stands
+	// for the failures since the last one.
+	EventCreateFailed EventKind = iota + 1
+	// EventCreateRecovered: a creation succeeded after Failures failed in a
+	// row. Logged at Info (with the failure lines' bound).
+	EventCreateRecovered
+	// EventDestroyed: an object was destroyed for Reason. Logged at Debug.
+	EventDestroyed
+	// EventDestroyFailed: the factory's Destroy failed (Err) for an object
+	// destroyed for Reason; its slot is free all the same. Logged at Warn.
+	EventDestroyFailed
+	// EventLeak: a Handle was lost without GiveBack; its object is
+	// destroyed and its slot freed. TakenAt. Logged at Error as
+	// leak.MsgLeak (LEAK-DETECTED).
+	EventLeak
+	// EventHeldTooLong: a Handle has been held for Held, past Threshold
+	// (Leak.HoldThreshold); reported once per take. TakenAt. Logged at Warn
+	// as leak.MsgHeld (HELD-TOO-LONG).
+	EventHeldTooLong
+	// EventClosing: Close or StartClose was called. Logged at Debug.
+	EventClosing
+	// EventClosed: the pool has closed: its last object is destroyed.
+	// Logged at Debug.
+	EventClosed
+	numEventKinds
+)
+
+var eventNames = [numEventKinds]string{"", "create_failed", "create_recovered", "destroyed", "destroy_failed",
+	"leak_detected", "held_too_long", "closing", "closed"}
+
+func (k EventKind) String() string {
+	if k == 0 || k >= numEventKinds {
+		return "unknown"
+	}
+	return eventNames[k]
+}
+
+// message is the log message of k.
+func (k EventKind) message() string {
+	switch k {
+	case EventCreateFailed:
+		return "create failed"
+	case EventCreateRecovered:
+		return "create recovered"
+	case EventDestroyFailed:
+		return "destroy failed"
+	case EventLeak:
+		return leak.MsgLeak
+	case EventHeldTooLong:
+		return leak.MsgHeld
+	}
+	return k.String()
+}
+
+// level is the log level of k.
+func (k EventKind) level() slog.Level {
+	switch k {
+	case EventDestroyed, EventClosing, EventClosed:
+		return slog.LevelDebug // routine: a plain driver's db.Close prints nothing either
+	case EventCreateFailed, EventDestroyFailed, EventHeldTooLong:
+		return slog.LevelWarn
+	case EventLeak:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Event is one thing that happened to a pool, as Config.OnEvent receives
+// it. Fields that do not apply to its Kind are zero.
+type Event struct {
+	Time     time.Time // on Config.Clock
+	Pool     string    // Config.Name
+	Kind     EventKind
+	Reason   DestroyReason // EventDestroyed, EventDestroyFailed
+	Err      error         // EventCreateFailed, EventDestroyFailed: the factory's error
+	Failures int           // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
+	RetryAt  time.Time     // EventCreateFailed: the next attempt, while creations are held back
+	// Held and Threshold are EventHeldTooLong's hold time and
+	// Leak.HoldThreshold.
+	Held, Threshold time.Duration
+	// TakenAt is the stack of the code that took the object (EventLeak,
+	// EventHeldTooLong), or a note that Leak.CaptureStack is off.
+	TakenAt string
+}
+
+// Attribute names of the pool's log lines; they are stable. Every line
+// carries AttrPool and AttrEvent; the others as listed.
+const (
+	AttrPool          = "pool"                  // Config.Name
+	AttrEvent         = "event"                 // EventKind.String
+	AttrReason        = "reason"                // destroyed, destroy failed: DestroyReason.String
+	AttrError         = "error"                 // create failed, destroy failed
+	AttrFailures      = "failures"              // create failed: failures since the last line; recovered: in a row
+	AttrInARow        = "in_a_row"              // create failed: failures in a row
+	AttrNextAttemptIn = "next_attempt_in"       // create failed, while creations are held back
+	AttrEffectiveMax  = "effective_max_objects" // create failed/recovered, while back-pressure lowers it
+	AttrRecovered     = "recovered"             // create recovered: true
+	AttrTakenAt       = "taken_at"              // LEAK-DETECTED, HELD-TOO-LONG: the taker's stack
+	AttrAction        = "action"                // LEAK-DETECTED: what the pool did
+	AttrHeld          = "held"                  // HELD-TOO-LONG
+	AttrThreshold     = "threshold"             // HELD-TOO-LONG
+)
+
+// Attrs returns e's fields as slog attributes under the Attr names,
+// leaving out those that do not apply (Time is the record's own).
+func (e Event) Attrs() []slog.Attr {
+	as := []slog.Attr{slog.String(AttrPool, e.Pool), slog.String(AttrEvent, e.Kind.String())}
+	switch e.Kind {
+	case EventDestroyed, EventDestroyFailed:
+		as = append(as, slog.String(AttrReason, e.Reason.String()))
+	case EventCreateRecovered:
+		as = append(as, slog.Int(AttrFailures, e.Failures), slog.Bool(AttrRecovered, true))
+	case EventCreateFailed:
+		as = append(as, slog.Int(AttrInARow, e.Failures))
+	case EventLeak:
+		as = append(as, slog.String(AttrTakenAt, e.TakenAt), slog.String(AttrAction, "object destroyed and its slot freed"))
+	case EventHeldTooLong:
+		as = append(as, slog.Duration(AttrHeld, e.Held), slog.Duration(AttrThreshold, e.Threshold),
+			slog.String(AttrTakenAt, e.TakenAt))
+	}
+	if e.Err != nil {
+		as = append(as, slog.Any(AttrError, e.Err))
+	}
+	return as
+}
+
+// emit sends e to Config.OnEvent, and logs it when log is set. It costs a
+// level check when neither wants it.
+func (p *Pool[T]) emit(e Event, log bool) {
+	level := e.Kind.level()
+	log = log && p.cfg.Logger.Enabled(context.Background(), level)
+	if p.cfg.OnEvent == nil && !log {
+		return
+	}
+	e.Pool, e.Time = p.cfg.Name, p.cfg.Clock.Now()
+	if p.cfg.OnEvent != nil {
+		p.cfg.OnEvent(e)
+	}
+	if log {
+		p.cfg.Logger.LogAttrs(context.Background(), level, e.Kind.message(), e.Attrs()...)
+	}
+}
+
+// destroyObject destroys obj for why, reports it, and counts it.
+func (p *Pool[T]) destroyObject(obj T, why DestroyReason) {
+	if err := p.factory.Destroy(obj); err != nil {
+		p.emit(Event{Kind: EventDestroyFailed, Reason: why, Err: err}, true)
+	} else {
+		p.emit(Event{Kind: EventDestroyed, Reason: why}, true)
+	}
+	p.counters.destroys[why].Add(1)
+}
