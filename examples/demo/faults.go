@@ -129,7 +129,6 @@ func (dm *demo) faults(ctx context.Context) error {
 
 // retryable is the transaction retry's RetryOn: a conflict the database
 // asks to retry, or a connection that failed before anything was sent.
-// (respool's RunInTx will do this for you.)
 func retryable(err error) bool {
 	return dbclass.IsTxRetryable(err) || dbclass.IsConnectRetryable(err)
 }
