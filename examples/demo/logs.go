@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/respool/respool/leak"
 )
@@ -23,8 +22,6 @@ type logState struct {
 	d     *display
 	leaks chan leakReport // buffered; a report that finds it full is dropped
 
-	mu    sync.Mutex
-	count map[string]int // lines by message, guarded by mu
 }
 
 // leakReport is one LEAK-DETECTED line.
@@ -33,15 +30,12 @@ type leakReport struct {
 }
 
 func newLogSink(d *display) *logSink {
-	return &logSink{logState: &logState{d: d, leaks: make(chan leakReport, 8), count: map[string]int{}}}
+	return &logSink{logState: &logState{d: d, leaks: make(chan leakReport, 8)}}
 }
 
 func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
 
 func (s *logSink) Handle(_ context.Context, r slog.Record) error {
-	s.mu.Lock()
-	s.count[r.Message]++
-	s.mu.Unlock()
 	var attrs []string
 	var rep leakReport
 	each := func(a slog.Attr) bool {
@@ -84,10 +78,3 @@ func (s *logSink) WithAttrs(as []slog.Attr) slog.Handler {
 
 // WithGroup is not needed by respool's lines: attributes stay flat.
 func (s *logSink) WithGroup(string) slog.Handler { return s }
-
-// lines returns how many lines were logged with message msg.
-func (s *logSink) lines(msg string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.count[msg]
-}
