@@ -11,6 +11,7 @@ import (
 	"github.com/respool/respool/chaos"
 	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/retry"
@@ -46,10 +47,15 @@ func defaultFaultPlan() faultPlan {
 	}
 }
 
+// failurePause is how long a worker whose transaction failed waits before
+// its next one.
+const failurePause = 50 * time.Millisecond
+
 // faultTally counts what the fault step's transactions met.
 type faultTally struct {
 	committed, retriedOK, failed atomic.Int64
 	conflicts, connErrs, others  atomic.Int64 // failed attempts, by class
+	rejected                     atomic.Int64 // attempts a resilience mechanism refused at once
 	deadlines                    atomic.Int64 // transactions that ran into their context's deadline
 	afterOutage                  atomic.Int64 // committed, begun after the outage
 	slowestFail                  atomic.Int64 // the longest a failed transaction took, in ns
@@ -128,9 +134,11 @@ func (dm *demo) faults(ctx context.Context) error {
 }
 
 // retryable is the transaction retry's RetryOn: a conflict the database
-// asks to retry, or a connection that failed before anything was sent.
+// asks to retry, a connection that failed before anything was sent, or a
+// call a resilience mechanism refused (it did not run; the retry waits for
+// the rejection's retry-after).
 func retryable(err error) bool {
-	return dbclass.IsTxRetryable(err) || dbclass.IsConnectRetryable(err)
+	return dbclass.IsTxRetryable(err) || dbclass.IsConnectRetryable(err) || errors.Is(err, resilience.ErrRejected)
 }
 
 // transfer runs one transaction (two updates) under rt, and counts what it
@@ -148,6 +156,8 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, rt *retry.Retry[struct
 		case err == nil:
 		case dbclass.IsTxRetryable(err):
 			tally.conflicts.Add(1)
+		case errors.Is(err, resilience.ErrRejected):
+			tally.rejected.Add(1)
 		case dbclass.IsConnectRetryable(err):
 			tally.connErrs.Add(1)
 		case ctx.Err() == nil:
@@ -179,6 +189,7 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, rt *retry.Retry[struct
 				break
 			}
 		}
+		_ = work(ctx, failurePause) // a client that failed comes back a little later
 	}
 }
 
@@ -236,16 +247,20 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 	return nil
 }
 
-// outageChecks checks the outage: callers failed fast instead of waiting
-// for their deadlines, and the pool recovered when it ended. (Once the
-// driver's circuit breaker is wired, its opening during the outage and its
-// closing after belong here, from the Connector's Stats.)
+// outageChecks checks the outage: callers failed fast (the pool fails
+// takes at once while its creations are held back) instead of waiting for
+// their deadlines, and the pool recovered when it ended. (Once the driver's
+// circuit breaker is wired, its opening during the outage and its closing
+// after belong here, from the Connector's Stats.)
 func (dm *demo) outageChecks(cs chaos.Stats, s pool.Stats, tally *faultTally) {
 	fp := dm.opts.Faults
-	dm.expect(cs.Injected("refuse") > 0 && tally.deadlines.Load() == 0,
+	fast := s.FailedFast + uint64(tally.rejected.Load())
+	dm.expect(cs.Injected("refuse") > 0 && fast > 0,
 		"outage: callers failed fast",
-		"%d connection attempts refused; %d transactions failed, the slowest in %v of its %v, none at its deadline",
-		cs.Injected("refuse"), tally.failed.Load(), time.Duration(tally.slowestFail.Load()).Round(time.Millisecond), fp.TxTimeout)
+		"%d connection attempts refused; %d takes failed at once instead of waiting; %d transactions failed "+
+			"(the slowest in %v of its %v, %d at their deadline after their retries)",
+		cs.Injected("refuse"), fast, tally.failed.Load(), time.Duration(tally.slowestFail.Load()).Round(time.Millisecond),
+		fp.TxTimeout, tally.deadlines.Load())
 	dm.expect(tally.afterOutage.Load() > 0 && s.Total > 0,
 		"outage: pool recovered",
 		"%d transactions committed after the outage; %d connections open at the end", tally.afterOutage.Load(), s.Total)
