@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 # Nested modules with their own go.mod (heavy or test-only dependencies).
-MODULES := . bench integration metrics/prometheus
+MODULES := . bench integration examples metrics/prometheus
 STATICCHECK_VERSION := v0.7.0
 BENCH_COUNT ?= 10
 BENCH_TIME ?= 200ms
@@ -19,9 +19,10 @@ test: test-unit test-integration ## every test of every module, with -race (inst
 
 test-race: test ## same as test: every test runs with -race
 
-test-unit: ## unit tests of the library, the bench module and the Prometheus collector, with -race
+test-unit: ## unit tests of the library and of every other module but integration (bench, examples: each example is run by a test, the Prometheus collector), with -race
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
+	cd examples && $(GO) test -race -count=1 ./...
 	cd metrics/prometheus && $(GO) test -race -count=1 ./...
 
 test-integration: ## tests against real PostgreSQL and MariaDB servers started on loopback
@@ -46,10 +47,10 @@ bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./resilience | tee resilience.out | $(GO) run ./cmd/ratios -baseline gobreaker,rate,failsafe
 
-demo: ## run the quickstart example on an in-memory factory
-	cd examples && $(GO) run ./quickstart
+demo: ## ~15s on embedded SQLite: stats, queue full, a leak reclaimed, faults handled; DEMO_DSN=… runs it on PostgreSQL or MySQL
+	cd examples && $(GO) run ./demo '$(DEMO_DSN)'
 
 check: lint test ## lint and every test
 
 tidy: ## go mod tidy in every module
-	@for m in $(MODULES) examples; do (cd $$m && $(GO) mod tidy) || exit 1; done
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done
