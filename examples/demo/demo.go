@@ -178,6 +178,9 @@ func (dm *demo) poolKeys(name string) []kv {
 		{"respool_max_conns", fmt.Sprint(dm.opts.MaxConns)},
 		{"respool_max_queue", fmt.Sprint(dm.opts.MaxQueue)},
 		{"respool_leak_stack", "on"},
+		// db.Close waits (up to this) for the pool to close, so that its
+		// last events are logged before the demo moves on.
+		{"respool_close_timeout", "5s"},
 	}
 }
 

@@ -33,7 +33,7 @@ func newLogSink(d *display) *logSink {
 	return &logSink{logState: &logState{d: d, leaks: make(chan leakReport, 8)}}
 }
 
-func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	var attrs []string
