@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/respool/respool/resilience/breaker"
 	"sync/atomic"
 	"time"
 
@@ -235,6 +236,11 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 		"%d connections lost under a statement, closed by the pool and replaced (%d made in all)",
 		cs.Injected("drop"), s.Creates)
 	dm.outageChecks(cs, s, tally)
+	rs := c.Stats().Resilience
+	dm.expect(rs.BreakerOn && rs.Breaker.Transitions >= 2 && rs.Breaker.State == breaker.Closed,
+		"outage: circuit opened and closed",
+		"the breaker opened on the refused connections, let one probe through at a time, and closed when one succeeded: "+
+			"%d transitions, %d takes and statements refused while open, now %v", rs.Breaker.Transitions, rs.Rejected, rs.Breaker.State)
 
 	sum, err := sumN(ctx, dm.db)
 	if err != nil {
@@ -249,9 +255,7 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 
 // outageChecks checks the outage: callers failed fast (the pool fails
 // takes at once while its creations are held back) instead of waiting for
-// their deadlines, and the pool recovered when it ended. (Once the driver's
-// circuit breaker is wired, its opening during the outage and its closing
-// after belong here, from the Connector's Stats.)
+// their deadlines, and the pool recovered when it ended.
 func (dm *demo) outageChecks(cs chaos.Stats, s pool.Stats, tally *faultTally) {
 	fp := dm.opts.Faults
 	fast := s.FailedFast + uint64(tally.rejected.Load())
