@@ -118,7 +118,8 @@ func (c *conn) check(err error) error {
 	return err
 }
 
-func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
+// isBadConn reports an error after which the connection must not be reused.
+func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) || err == ErrStatementLost }
 
 // attach takes a connection from the pool for database/sql reusing the
 // shell. A failed take (queue full, AcquireTimeout, context ended, pool
@@ -213,7 +214,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
 	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
 		s, err := pc.PrepareContext(ctx, query)
-		return s, c.check(err)
+		return s, c.check(contextStopped(ctx, err))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -263,8 +264,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares instead
 	}
+	mark := c.pc.sentMark()
 	r, err := ec.ExecContext(ctx, query, args)
-	return r, c.check(err)
+	return r, c.check(c.pc.statementErr(ctx, mark, err))
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -277,9 +279,10 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
+	mark := c.pc.sentMark()
 	r, err := qc.QueryContext(ctx, query, args)
 	if err != nil {
-		return nil, c.check(err)
+		return nil, c.check(c.pc.statementErr(ctx, mark, err))
 	}
 	return c.lend(r), nil
 }

@@ -71,9 +71,10 @@ func (s *stmt) execValues(ctx context.Context, args []driver.Value) (driver.Resu
 	if err != nil {
 		return nil, err
 	}
+	mark := s.c.pc.sentMark()
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Exec(args)
-	return r, s.c.check(err)
+	return r, s.c.check(s.c.pc.statementErr(ctx, mark, err))
 }
 
 // Query is the pre-context form.
@@ -90,10 +91,11 @@ func (s *stmt) queryValues(ctx context.Context, args []driver.Value) (driver.Row
 	if err != nil {
 		return nil, err
 	}
+	mark := s.c.pc.sentMark()
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Query(args)
 	if err != nil {
-		return nil, s.c.check(err)
+		return nil, s.c.check(s.c.pc.statementErr(ctx, mark, err))
 	}
 	return s.c.lend(r), nil
 }
@@ -106,8 +108,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	if ec, ok := inner.(driver.StmtExecContext); ok {
+		mark := s.c.pc.sentMark()
 		r, err := ec.ExecContext(ctx, args)
-		return r, s.c.check(err)
+		return r, s.c.check(s.c.pc.statementErr(ctx, mark, err))
 	}
 	values, err := plainValues(ctx, args)
 	if err != nil {
@@ -124,9 +127,10 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	if qc, ok := inner.(driver.StmtQueryContext); ok {
+		mark := s.c.pc.sentMark()
 		r, err := qc.QueryContext(ctx, args)
 		if err != nil {
-			return nil, s.c.check(err)
+			return nil, s.c.check(s.c.pc.statementErr(ctx, mark, err))
 		}
 		return s.c.lend(r), nil
 	}
