@@ -119,7 +119,9 @@ func (c *conn) check(err error) error {
 }
 
 // isBadConn reports an error after which the connection must not be reused.
-func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) || err == ErrStatementLost }
+func isBadConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, ErrStatementLost)
+}
 
 // attach takes a connection from the pool for database/sql reusing the
 // shell. A failed take (queue full, AcquireTimeout, context ended, pool

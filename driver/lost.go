@@ -60,8 +60,9 @@ func (pc *physConn) unsent(mark uint64) bool {
 // statementErr is the error the caller gets for a statement (an exec or a
 // query) the real driver ran on pc since mark, with ctx: a
 // driver.ErrBadConn that may have followed the statement to the server
-// becomes ErrStatementLost, and a statement the server stopped on ctx's end
-// matches ctx's error too (see contextStopped).
+// becomes ErrStatementLost (matching ctx's error too when ctx has ended),
+// and a statement the server stopped on ctx's end matches ctx's error too
+// (see contextStopped).
 func (pc *physConn) statementErr(ctx context.Context, mark uint64, err error) error {
 	if err == nil {
 		return nil
@@ -69,6 +70,9 @@ func (pc *physConn) statementErr(ctx context.Context, mark uint64, err error) er
 	if errors.Is(err, driver.ErrBadConn) {
 		if pc.unsent(mark) {
 			return err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil { // pgx gave the connection up when ctx ended
+			return &stoppedError{ctxErr: ctxErr, err: ErrStatementLost}
 		}
 		return ErrStatementLost
 	}

@@ -62,6 +62,20 @@ func TestStatementErrBadConn(t *testing.T) {
 			}
 		})
 	}
+	// A statement lost after its context ended (pgx gives the connection up
+	// when its cancel request goes unanswered) matches the context's error.
+	ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	pc := &physConn{wire: w}
+	mark := pc.sentMark()
+	if _, err := w.Write([]byte("UPDATE")); err != nil {
+		t.Fatal(err)
+	}
+	err := pc.statementErr(ctx, mark, sqldriver.ErrBadConn)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrStatementLost) ||
+		errors.Is(err, sqldriver.ErrBadConn) || !isBadConn(err) || dbclass.Classify(err).Class != dbclass.ClassAmbiguous {
+		t.Errorf("lost after the deadline: err = %v (%v); want the deadline's and ErrStatementLost, ambiguous", err, dbclass.Classify(err))
+	}
 	if err := (&physConn{}).statementErr(context.Background(), 0, nil); err != nil {
 		t.Errorf("statementErr(nil) = %v", err)
 	}
