@@ -7,17 +7,22 @@ import (
 	"slices"
 	"strings"
 
+	respoolpool "github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/dbclass"
 )
 
 // errorClass names the kind of an error a caller saw, for the report:
 // "deadline" (the call's context ended), the server's back-pressure with its
-// code ("server limit 53300"), dbclass's class otherwise, with the server's
+// code ("server limit 53300"), "overloaded" (respool's pool failed the call
+// fast: it could not be served before its deadline), dbclass's class otherwise, with the server's
 // code when there is one, and for errors dbclass does not know (respool's
 // own, for one), the innermost error's message.
 func errorClass(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "deadline"
+	}
+	if errors.Is(err, respoolpool.ErrOverloaded) { // its message varies with the figures it quotes
+		return "overloaded"
 	}
 	c := dbclass.Classify(err)
 	switch {
