@@ -111,3 +111,38 @@ func TestContextStopped(t *testing.T) {
 		}
 	}
 }
+
+// sendingTx is a real driver's transaction whose Commit and Rollback send
+// on the wire, then fail with err.
+type sendingTx struct {
+	w   *wireConn
+	err error
+}
+
+func (t sendingTx) Commit() error   { return t.send("COMMIT") }
+func (t sendingTx) Rollback() error { return t.send("ROLLBACK") }
+func (t sendingTx) send(q string) error {
+	_, _ = t.w.Write([]byte(q))
+	return t.err
+}
+
+// TestTxEndErrBadConn: a COMMIT whose connection broke after it was sent is
+// ErrStatementLost, not driver.ErrBadConn, which RunInTx would take for a
+// transaction that certainly did not commit; the connection is not reused.
+func TestTxEndErrBadConn(t *testing.T) {
+	s := startFakeServer(t)
+	w := dialWire(t, s, time.Minute)
+	t.Cleanup(func() {
+		close(s.release)
+		_ = w.Close()
+		w.awaitSessionEnd()
+	})
+	c := &conn{pc: &physConn{wire: w}}
+	for _, end := range []func(tx) error{tx.Commit, tx.Rollback} {
+		c.broken = false
+		err := end(tx{c: c, inner: sendingTx{w: w, err: sqldriver.ErrBadConn}})
+		if !errors.Is(err, ErrStatementLost) || errors.Is(err, sqldriver.ErrBadConn) || !c.broken {
+			t.Errorf("err = %v, broken %v; want ErrStatementLost and the connection dropped", err, c.broken)
+		}
+	}
+}
