@@ -19,6 +19,10 @@
 //	import _ "github.com/respool/respool/chaos" // registers "chaos"
 //	db, err := sql.Open("respool", "postgres://app:pw@db/app?respool_driver=chaos&chaos_driver=pgx&chaos_refuse_rate=0.5")
 //
+// respool backs off connection attempts for the pool as a whole after one
+// fails (callers meanwhile get that failure at once), so a connect fault
+// switched on or off at run time shows at the pool's next attempt.
+//
 // # Faithful errors
 //
 // An injected fault returns the value the wrapped driver returns for the

@@ -73,15 +73,17 @@ func ExampleLookup() {
 	}
 	defer db.Close()
 	c := chaos.Lookup("orders")
-	fmt.Println(dbclass.Classify(db.PingContext(context.Background())).Class) // the real closed port
 	if err := c.Enable("connect_error"); err != nil {
 		fmt.Println(err)
 		return
 	}
 	err = db.PingContext(context.Background())
 	var pgErr *pgconn.PgError
-	fmt.Println(errors.As(err, &pgErr), pgErr.Code, dbclass.Classify(err).Class)
+	if errors.As(err, &pgErr) {
+		fmt.Println(pgErr.Code, dbclass.Classify(err).Class)
+	}
+	fmt.Println("injected:", c.Stats().Injected("connect_error"))
 	// Output:
-	// connection
-	// true 57P03 back-pressure
+	// 57P03 back-pressure
+	// injected: 1
 }

@@ -495,12 +495,14 @@ func TestConnectCreateFailureIsTheDriversError(t *testing.T) {
 		t.Errorf("pool CreateFailures %d, Creates %d, Total %d; want 1, 0, 0", s.CreateFailures, s.Creates, s.Total)
 	}
 
-	// Through Connector.Connect directly too.
+	// Through Connector.Connect directly too: right after the failure,
+	// while creations back off and nothing is alive, the caller gets the
+	// same error at once, without another attempt.
 	if _, err := c.Connect(context.Background()); err != want {
 		t.Errorf("Connect = %v; want the driver's error itself", err)
 	}
-	if s := c.Stats(); s.CreateFailures != 2 {
-		t.Errorf("CreateFailures %d; want 2", s.CreateFailures)
+	if s := c.Stats(); s.CreateFailures != 1 || s.FailedFast != 1 || rc.calls.Load() != 1 {
+		t.Errorf("CreateFailures %d, FailedFast %d, Connect calls %d; want 1, 1, 1", s.CreateFailures, s.FailedFast, rc.calls.Load())
 	}
 }
 

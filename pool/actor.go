@@ -186,7 +186,7 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 		switch {
 		case a.total >= a.capacity():
 			w.deliver(created[T]{full: true})
-		case a.hopeless(w):
+		case a.hopeless():
 			a.failFast(w, g.lastErr)
 		default:
 			a.pending = append(a.pending, request[T]{w: w})

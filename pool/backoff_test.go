@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// After a failure, 64 callers waiting for creations cause one attempt per
-// backoff delay, one at a time, not one each; callers that can wait keep
-// waiting.
+// After a failure, creations back off for the pool as a whole: 64 callers
+// share the outcome of the burst of creations made for them, callers that
+// come while creations are held back fail at once without an attempt, and
+// each backoff delay lets one attempt through, not one per caller.
 func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 10, AcquireTimeout: time.Hour})
 	boom := errors.New("connection refused")
@@ -23,10 +24,11 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 			results <- takeResult{hd, err}
 		}()
 	}
-	waitUntil(t, "all 64 wait while creations are held back", func() bool {
-		s := h.p.Stats()
-		return s.Waiting == 64 && s.Creating == 0 && !s.NextCreateAttempt.IsZero()
-	})
+	for range 64 { // an hour to go, yet nothing can serve them: each gets the failure
+		if r := h.result(results); !errors.Is(r.err, boom) {
+			t.Fatalf("Take = %v, want the factory's error", r.err)
+		}
+	}
 	burst := h.f.attempts.Load() // made before the first failure was known
 	if burst < 1 || burst > 10 {
 		t.Fatalf("%d attempts before the first failure, want 1 to MaxObjects", burst)
@@ -39,26 +41,31 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 	if !errors.Is(s.LastCreateError, boom) || int64(s.CreateFailuresInARow) != burst {
 		t.Fatalf("stats: last error %v, %d in a row; want %v, %d", s.LastCreateError, s.CreateFailuresInARow, boom, burst)
 	}
+	var ce *CreateError
 	for i := range 8 {
+		before := h.f.attempts.Load()
+		if _, err := h.p.Take(context.Background()); !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, boom) {
+			t.Fatalf("Take while held back = %v, want the last failure, failed fast", err)
+		}
+		if h.f.attempts.Load() != before {
+			t.Fatal("a Take while creations are held back made an attempt")
+		}
 		h.clk.Move(DefaultBackoffMax)
 		h.ev.wait(t, "retry", 1)
-		h.ev.wait(t, "created", 1) // the probe, failed
+		if _, err := h.p.Take(context.Background()); !errors.As(err, &ce) || ce.FailedFast || !errors.Is(err, boom) {
+			t.Fatalf("Take after the delay = %v, want its attempt's failure", err)
+		}
+		h.ev.wait(t, "created", 1)
 		if got, want := h.f.attempts.Load(), burst+int64(i)+1; got != want {
 			t.Fatalf("after %d delays: %d attempts, want %d (one per delay)", i+1, got, want)
 		}
 	}
-	if len(results) != 0 {
-		t.Fatalf("a caller returned (%v) though its wait had an hour to go", (<-results).err)
-	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Move(DefaultBackoffMax)
+	h.ev.wait(t, "retry", 1)
 	var held []Handle[*fakeObj]
 	for range 10 { // a success ends the backoff: the pool fills at once
-		res := h.result(results)
-		if res.err != nil {
-			t.Fatalf("Take after recovery: %v", res.err)
-		}
-		held = append(held, res.h)
+		held = append(held, h.take())
 	}
 	if s := h.p.Stats(); s.CreateFailuresInARow != 0 || !s.NextCreateAttempt.IsZero() || !errors.Is(s.LastCreateError, boom) {
 		t.Fatalf("stats after recovery: %d in a row, next attempt %v, last error %v; want 0, none, the last failure kept",
@@ -67,16 +74,46 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 	if n := h.f.attempts.Load(); n != burst+8+10 {
 		t.Fatalf("%d attempts, want %d: the burst, 8 probes, 10 successes", n, burst+8+10)
 	}
-	for range 54 { // the others are served by give-backs
-		h.giveBack(held[0])
-		res := h.result(results)
-		if res.err != nil {
-			t.Fatal(res.err)
-		}
-		held = append(held[1:], res.h)
-	}
 	for _, hd := range held {
 		h.giveBack(hd)
+	}
+}
+
+// A caller whose creation fails while nothing is alive and nothing else is
+// being created gets that failure at once, whatever its deadline, as a
+// plain driver's caller gets its dial's error: a wrong password or a server
+// that is down must not hold a request for its whole deadline. A caller
+// that comes next, while creations are held back, fails at once too, with
+// no attempt.
+func TestFailureWithNothingAliveReachesTheCallerAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		ctx  func(h *harness) context.Context
+	}{
+		{"long context deadline", Config{}, func(h *harness) context.Context { return h.withDeadline(time.Hour) }},
+		{"long acquire timeout", Config{AcquireTimeout: time.Hour}, func(*harness) context.Context { return context.Background() }},
+		{"no deadline", Config{}, func(*harness) context.Context { return context.Background() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.MaxObjects = 4
+			h := newHarness(t, c.cfg)
+			boom := errors.New("password authentication failed")
+			h.f.set(func(f *fakeFactory) { f.createErr = boom })
+			r := h.result(h.takeAsync(c.ctx(h)))
+			var ce *CreateError
+			if !errors.As(r.err, &ce) || ce.FailedFast || !errors.Is(r.err, boom) {
+				t.Fatalf("Take = %v, want its own attempt's *CreateError at once", r.err)
+			}
+			attempts := h.f.attempts.Load()
+			r = h.result(h.takeAsync(c.ctx(h)))
+			if !errors.As(r.err, &ce) || !ce.FailedFast || !errors.Is(r.err, boom) {
+				t.Fatalf("next Take = %v, want the last failure, failed fast", r.err)
+			}
+			if h.f.attempts.Load() != attempts {
+				t.Fatal("the caller that failed fast caused an attempt")
+			}
+		})
 	}
 }
 
@@ -93,10 +130,9 @@ func (h *harness) failOnce(err error) {
 	}
 }
 
-// While creations are held back, a caller whose deadline (its context's or
-// AcquireTimeout's) comes before the next attempt fails at once with the
-// last failure and when to retry, and causes no attempt.
-func TestCallerThatCannotWaitForTheNextAttemptFailsAtOnce(t *testing.T) {
+// While creations are held back with nothing alive, a caller fails at once
+// with the last failure and when to retry, and causes no attempt.
+func TestCallerFailsFastWhileCreationsAreHeldBack(t *testing.T) {
 	boom := errors.New("connection refused")
 	for _, c := range []struct {
 		name string
@@ -134,31 +170,64 @@ func TestCallerThatCannotWaitForTheNextAttemptFailsAtOnce(t *testing.T) {
 	}
 }
 
-// A caller whose deadline comes after the next attempt waits for it, and is
-// served if it succeeds.
-func TestCallerThatCanWaitGetsTheNextAttempt(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
-	h.failOnce(errors.New("connection refused"))
-	w := h.takeAsync(h.withDeadline(2 * time.Second))
-	waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
-	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(time.Second)
-	r := h.result(w)
-	if r.err != nil {
-		t.Fatalf("Take after the next attempt = %v", r.err)
+// keepOneAndFail takes an object and keeps it alive, then makes the factory
+// fail with err for a caller that sees the failure (at once without a
+// deadline; with one, it waits on and is cancelled once the attempt failed).
+func (h *harness) keepOneAndFail(err error) Handle[*fakeObj] {
+	h.t.Helper()
+	kept := h.take()
+	h.f.set(func(f *fakeFactory) { f.createErr = err })
+	ctx, cancel := context.WithCancel(context.Background())
+	w := h.takeAsync(ctx)
+	waitUntil(h.t, "the attempt failed", func() bool { return h.p.Stats().LastCreateError != nil })
+	cancel()
+	if r := h.result(w); !errors.Is(r.err, err) {
+		h.t.Fatalf("Take = %v, want the factory's error", r.err)
 	}
-	h.giveBack(r.h)
+	return kept
 }
 
-// A caller without any deadline gets the outcome of the next attempt: its
-// Take ends even though the factory keeps failing.
+// While creations are held back, a caller that an object alive may serve
+// waits, within its deadline, for a give-back or the next attempt.
+func TestCallerWaitsWhileAnObjectAliveMayServeIt(t *testing.T) {
+	t.Run("give-back", func(t *testing.T) {
+		h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+		kept := h.keepOneAndFail(errors.New("connection refused"))
+		w := h.takeAsync(h.withDeadline(2 * time.Second))
+		waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
+		h.giveBack(kept)
+		r := h.result(w)
+		if r.err != nil || r.h.Value() != kept.Value() {
+			t.Fatalf("Take = %v, want the object given back", r.err)
+		}
+		h.giveBack(r.h)
+	})
+	t.Run("next attempt", func(t *testing.T) {
+		h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+		kept := h.keepOneAndFail(errors.New("connection refused"))
+		w := h.takeAsync(h.withDeadline(2 * time.Second))
+		waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
+		h.f.set(func(f *fakeFactory) { f.createErr = nil })
+		h.clk.Move(time.Second)
+		r := h.result(w)
+		if r.err != nil {
+			t.Fatalf("Take after the next attempt = %v", r.err)
+		}
+		h.giveBack(r.h)
+		h.giveBack(kept)
+	})
+}
+
+// A caller without any deadline that waits while an object is alive gets
+// the outcome of the next attempt: its Take ends even though the factory
+// keeps failing.
 func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
 	boom := errors.New("connection refused")
-	h.failOnce(boom)
+	kept := h.keepOneAndFail(boom)
 	w := h.takeAsync(context.Background())
 	waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
-	if h.f.attempts.Load() != 1 {
+	if h.f.attempts.Load() != 2 {
 		t.Fatal("an attempt was made before the backoff ended")
 	}
 	h.clk.Move(time.Second)
@@ -167,17 +236,18 @@ func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
 	if !errors.As(r.err, &ce) || ce.FailedFast || ce.Failures != 2 || !errors.Is(r.err, boom) {
 		t.Fatalf("Take = %v, want the second attempt's *CreateError", r.err)
 	}
-	if n := h.f.attempts.Load(); n != 2 {
-		t.Fatalf("%d attempts, want 2", n)
+	if n := h.f.attempts.Load(); n != 3 {
+		t.Fatalf("%d attempts, want 3", n)
 	}
+	h.giveBack(kept)
 }
 
 // A wait ended by the caller's deadline while creations fail says which
 // bound ended it and names the last creation failure.
 func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: 3 * time.Second, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second}})
+	h := newHarness(t, Config{MaxObjects: 3, AcquireTimeout: 3 * time.Second, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second}})
 	boom := errors.New("connection refused")
-	h.failOnce(boom)
+	kept := h.keepOneAndFail(boom) // an object alive: the callers wait
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.gate = gate }) // the next attempt hangs
 	ctx, cancel := context.WithCancel(context.Background())
@@ -205,6 +275,7 @@ func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	close(gate)
+	h.giveBack(kept)
 }
 
 // While failing, at most one attempt is in flight, however many callers
@@ -214,13 +285,13 @@ func TestOneAttemptInFlightWhileFailing(t *testing.T) {
 	h.failOnce(errors.New("connection refused"))
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, nil })
+	h.clk.Move(time.Second) // the gate opens: the first caller's creation is the probe
+	h.ev.wait(t, "retry", 1)
 	var results []chan takeResult
 	for range 6 {
 		results = append(results, h.takeAsync(context.Background()))
 	}
 	waitUntil(t, "all wait", func() bool { return h.p.Stats().Waiting == 6 })
-	h.clk.Move(time.Second)
-	h.ev.wait(t, "retry", 1)
 	waitUntil(t, "the probe is made", func() bool { return h.f.attempts.Load() == 2 })
 	more := h.takeAsync(context.Background())
 	waitUntil(t, "the newcomer waits", func() bool { return h.p.Stats().Waiting == 7 })
@@ -312,12 +383,16 @@ func TestBackoffDisabled(t *testing.T) {
 func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
 	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	w := h.takeAsync(context.Background())
-	h.ev.wait(t, "created", 1)
 	const failures = 30
-	for range failures - 1 { // about one attempt a second
-		h.heldBack()
-		h.clk.Move(time.Second)
+	for i := range failures { // about one attempt a second
+		if i > 0 {
+			h.heldBack()
+			h.clk.Move(time.Second)
+			h.ev.wait(t, "retry", 1)
+		}
+		if _, err := h.p.Take(context.Background()); err == nil {
+			t.Fatal("Take succeeded on a failing factory")
+		}
 		h.ev.wait(t, "created", 1)
 	}
 	if n := h.f.attempts.Load(); n != failures {
@@ -329,11 +404,8 @@ func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Move(10 * time.Second)
-	r := h.result(w)
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	h.giveBack(r.h)
+	h.ev.wait(t, "retry", 1)
+	h.giveBack(h.take())
 	h.clk.Advance(t, time.Second) // a tick reports what no line has
 	var counted int
 	for line := range strings.Lines(h.log.String()) {

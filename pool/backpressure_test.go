@@ -190,10 +190,12 @@ func TestBackPressureWithNothingAlive(t *testing.T) {
 		t.Fatalf("next attempt in %v, want at least the 2s asked for", next)
 	}
 	srv.setLimit(1)
-	w := h.takeAsync(h.withDeadline(time.Hour))
-	waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
+	if _, err := h.p.Take(h.withDeadline(time.Hour)); !errors.As(err, &ce) || !ce.FailedFast {
+		t.Fatalf("Take before the next attempt = %v, want the refusal, failed fast (nothing alive to wait for)", err)
+	}
 	h.clk.Move(2 * time.Second)
-	r := h.result(w)
+	h.ev.wait(t, "retry", 1)
+	r := h.result(h.takeAsync(h.withDeadline(time.Hour)))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

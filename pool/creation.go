@@ -160,8 +160,16 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		a.hold(now, addSat(now, max(delay, int64(bc.delay(g.level)))), nil, delay > 0)
 	}
 	a.noted(now)
-	alive := len(a.all)
-	fail := func(w *waiter[T]) bool { return w.deadline == 0 || (alive == 0 && w.deadline < g.retryAt) }
+	// With nothing alive to be given back and no other creation in flight,
+	// nothing can serve the callers waiting for a creation before the next
+	// attempt: they get this failure now, as each would get its own dial's
+	// error from a plain driver, and not after waiting out their deadlines
+	// (a wrong password, a server that is down). Otherwise they wait for
+	// the object or creation that may serve them, bounded by their
+	// deadlines; a caller without one gets the failure at once, as it would
+	// otherwise wait for ever.
+	nothing := len(a.all) == 0 && a.creating == 0
+	fail := func(w *waiter[T]) bool { return nothing || w.deadline == 0 }
 	switch {
 	case w == nil:
 	case fail(w): // its own attempt failed
@@ -183,8 +191,9 @@ func (a *actor[T]) noted(now int64) {
 // failPending goes through the requests for a creation after a failure:
 // each gives its slot back, those for nobody are dropped, and each caller
 // for whom fail is true gets the failure, the others wait on (or, with
-// full, wait for a give-back instead). A caller without a deadline has
-// waited for this attempt, so it does not count as failed fast.
+// full, wait for a give-back instead). A caller that gets the failure of an
+// attempt made while it waited shares that attempt: it does not count as
+// failed fast (pause: the failure holds creations, nothing is attempted).
 func (a *actor[T]) failPending(fail func(*waiter[T]) bool, pause bool) {
 	g := &a.gate
 	kept := a.pending[:0]
@@ -197,7 +206,7 @@ func (a *actor[T]) failPending(fail func(*waiter[T]) bool, pause bool) {
 			a.anon--
 		case r.w.state.Load() != waiterWaiting:
 		case fail(r.w):
-			r.w.deliver(created[T]{err: a.createError(g.lastErr, pause || r.w.deadline != 0)})
+			r.w.deliver(created[T]{err: a.createError(g.lastErr, pause)})
 		case !g.failing: // back-pressure: wait for a give-back
 			r.w.deliver(created[T]{full: true})
 		default:
@@ -208,12 +217,15 @@ func (a *actor[T]) failPending(fail func(*waiter[T]) bool, pause bool) {
 	a.pending = kept
 }
 
-// hopeless reports whether w, asking for a creation while creations fail,
-// cannot be served: nothing is alive to be given back and its deadline
-// comes before the next attempt.
-func (a *actor[T]) hopeless(w *waiter[T]) bool {
+// hopeless reports whether a caller asking for a creation while creations
+// fail cannot be served before the next attempt: the gate is held, nothing
+// is alive to be given back and nothing is being created. It then fails at
+// once with the last failure and when the next attempt is due, whatever its
+// deadline, instead of waiting for an attempt that the last failure says
+// will fail too.
+func (a *actor[T]) hopeless() bool {
 	g := &a.gate
-	return g.held && len(a.all) == 0 && w.deadline != 0 && w.deadline < g.retryAt
+	return g.held && len(a.all) == 0 && a.creating == 0
 }
 
 // failFast answers w's request at once with the last failure (the caller

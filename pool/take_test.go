@@ -157,6 +157,9 @@ func TestCreationOutlivesTheCallerWhoAsked(t *testing.T) {
 	h.f.set(func(f *fakeFactory) { f.gate = gate })
 	ctx, cancel := context.WithCancel(context.Background())
 	w := h.waiting(ctx, 1)
+	// The caller leaves only once its creation has begun (Waiting counts it
+	// before the actor has seen its request).
+	waitUntil(t, "the creation begins", func() bool { return h.f.attempts.Load() == 1 })
 	cancel()
 	if r := <-w; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Take = %v, want context.Canceled", r.err)

@@ -4,8 +4,9 @@ import "github.com/go-sql-driver/mysql"
 
 // mysqlRule returns the rule for a MySQL or MariaDB error: by its number
 // first, since some numbers share a SQLSTATE with errors of another class
-// (1203 and 1226 are 42000 like a syntax error) and errors sent before the
-// handshake carry no SQLSTATE at all (1040); then by its SQLSTATE.
+// (1203 and 1226 are 42000 like a syntax error; MariaDB sends 1040 with
+// 08004, a connection-class SQLSTATE, and MySQL with none, since it comes
+// before the handshake); then by its SQLSTATE.
 func mysqlRule(e *mysql.MySQLError) rule {
 	switch e.Number {
 	case 1040, // ER_CON_COUNT_ERROR: too many connections
