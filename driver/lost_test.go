@@ -19,13 +19,7 @@ import (
 // have been sent. integration/dbclass shows it on real servers with a
 // proxy that cuts the connection after the statement.
 func TestStatementErrBadConn(t *testing.T) {
-	s := startFakeServer(t)
-	w := dialWire(t, s, time.Minute)
-	t.Cleanup(func() {
-		close(s.release)
-		_ = w.Close()
-		w.awaitSessionEnd()
-	})
+	w := openWire(t)
 	pgxConn := &stdlib.Conn{}
 	tests := []struct {
 		name   string
@@ -130,13 +124,7 @@ func (t sendingTx) send(q string) error {
 // ErrStatementLost, not driver.ErrBadConn, which RunInTx would take for a
 // transaction that certainly did not commit; the connection is not reused.
 func TestTxEndErrBadConn(t *testing.T) {
-	s := startFakeServer(t)
-	w := dialWire(t, s, time.Minute)
-	t.Cleanup(func() {
-		close(s.release)
-		_ = w.Close()
-		w.awaitSessionEnd()
-	})
+	w := openWire(t)
 	c := &conn{pc: &physConn{wire: w}}
 	for _, end := range []func(tx) error{tx.Commit, tx.Rollback} {
 		c.broken = false
@@ -145,4 +133,17 @@ func TestTxEndErrBadConn(t *testing.T) {
 			t.Errorf("err = %v, broken %v; want ErrStatementLost and the connection dropped", err, c.broken)
 		}
 	}
+}
+
+// openWire returns an adopted wire to a fake server, ended with the test.
+func openWire(t *testing.T) *wireConn {
+	t.Helper()
+	s := startFakeServer(t)
+	w := dialWire(t, s, time.Minute)
+	t.Cleanup(func() {
+		close(s.release)
+		_ = w.Close()
+		w.awaitSessionEnd()
+	})
+	return w
 }
