@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/dbclass"
 )
 
 // Config configures a respool connector.
@@ -34,8 +36,16 @@ type Config struct {
 	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
 	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
 	// reported, and a negative threshold means no hold-time report
-	// (respool_leak_threshold=off).
+	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
+	// Resilience classifier's (dbclass.BackPressure), unless
+	// Resilience.BackPressureDisabled (respool_back_pressure=off).
 	Pool pool.Config
+	// Resilience configures the breaker, the retry of connection attempts,
+	// the pause after back-pressure and the connect-rate limiter around the
+	// pool (see package dbguard and the package documentation). Its zero
+	// value is the defaults: all on but the connect-rate limiter and the
+	// breaker's slow-call threshold. An empty Name means the pool's.
+	Resilience dbguard.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
 	// InitSQL are statements run in order, each on its own, on every new
@@ -122,10 +132,12 @@ type Config struct {
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
 // belong in the Config's fields); a negative CloseTimeout; an empty InitSQL
-// statement; or a pool configuration that pool.Config.Validate refuses.
+// statement; a pool configuration that pool.Config.Validate refuses; or a
+// Resilience configuration that dbguard.Config.Validate refuses.
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
-// configuration, errors.As finds the *pool.ConfigError naming the field.
+// configuration, errors.As finds the *pool.ConfigError naming the field; for
+// Resilience, the *resilience.ConfigError.
 // Registration of DriverName is not checked here: the driver may be
 // registered later, before the first connection.
 func (c *Config) Validate() error {
@@ -154,16 +166,25 @@ func (c *Config) Validate() error {
 	if err := c.poolConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if err := c.Resilience.Validate(); err != nil {
+		return fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
+	}
 	return nil
 }
 
 // poolConfig returns the configuration NewConnector gives the pool: Pool
-// with the database/sql path's defaults, an empty Name as "respool(DRIVER)"
-// and Leak.HoldThreshold as Config.Pool documents it.
+// with the database/sql path's defaults, an empty Name as "respool(DRIVER)",
+// Leak.HoldThreshold and BackPressure as Config.Pool documents them.
 func (c *Config) poolConfig() pool.Config {
 	pc := c.Pool
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(*c) + ")"
+	}
+	if pc.BackPressure == nil && !c.Resilience.BackPressureDisabled {
+		pc.BackPressure = dbclass.BackPressure
+		if cl := c.Resilience.Classifier; cl != nil {
+			pc.BackPressure = cl.BackPressure
+		}
 	}
 	switch {
 	case pc.Leak.HoldThreshold == 0:

@@ -25,7 +25,10 @@ import (
 // Giving a connection back does no I/O: it cannot block.
 //
 // Every method delegates to the real connection; its errors pass through
-// unchanged. database/sql serialises every call on a conn (its driverConn's
+// unchanged. Each call that goes to the server (prepare, begin, exec,
+// query, ping) enters the Connector's breaker first and records its
+// outcome there (dbguard.Guard Enter and Exit): while the circuit is open
+// it fails at once with the breaker's rejection. database/sql serialises every call on a conn (its driverConn's
 // lock), so the fields need no lock of their own, but for one case: while
 // rows hold the Handle (lent), the pool may reclaim the connection as leaked
 // if those rows are lost, from another goroutine (physFactory.Destroy). So a
@@ -133,9 +136,9 @@ func isBadConn(err error) bool {
 // error (or the real driver's, when making a connection failed), as
 // Connector.Connect returns it.
 func (c *conn) attach(ctx context.Context) {
-	h, err := c.c.pool.Take(ctx)
+	h, err := c.c.take(ctx)
 	if err != nil {
-		c.takeErr = takeError(err)
+		c.takeErr = err
 		return
 	}
 	c.takeErr = nil
@@ -214,14 +217,18 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 // prepare prepares query on the attached connection.
 func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
-	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
-		s, err := pc.PrepareContext(ctx, query)
-		return s, c.check(contextStopped(ctx, err))
-	}
-	if err := ctx.Err(); err != nil {
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
 		return nil, err
 	}
-	s, err := c.inner.Prepare(query)
+	var s driver.Stmt
+	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
+		s, err = pc.PrepareContext(ctx, query)
+		err = contextStopped(ctx, err)
+	} else if err = ctx.Err(); err == nil {
+		s, err = c.inner.Prepare(query)
+	}
+	c.c.guard.Exit(ctx, p, err)
 	return s, c.check(err)
 }
 
@@ -238,14 +245,23 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err := c.ready(); err != nil {
 		return nil, err
 	}
-	if bc, ok := c.inner.(driver.ConnBeginTx); ok {
-		return c.tx(bc.BeginTx(ctx, opts))
-	}
-	if opts.Isolation != 0 || opts.ReadOnly {
+	bc, ok := c.inner.(driver.ConnBeginTx)
+	if !ok && (opts.Isolation != 0 || opts.ReadOnly) {
 		return nil, errors.New("respool: the wrapped driver supports neither isolation levels nor read-only transactions")
 	}
-	//lint:ignore SA1019 the wrapped driver has nothing newer
-	return c.tx(c.inner.Begin())
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var t driver.Tx
+	if ok {
+		t, err = bc.BeginTx(ctx, opts)
+	} else {
+		//lint:ignore SA1019 the wrapped driver has nothing newer
+		t, err = c.inner.Begin()
+	}
+	c.c.guard.Exit(ctx, p, err)
+	return c.tx(t, err)
 }
 
 // tx wraps the real driver's transaction, to watch it for driver.ErrBadConn.
@@ -266,9 +282,15 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares instead
 	}
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	mark := c.pc.sentMark()
 	r, err := ec.ExecContext(ctx, query, args)
-	return r, c.check(c.pc.statementErr(ctx, mark, err))
+	err = c.pc.statementErr(ctx, mark, err)
+	c.c.guard.Exit(ctx, p, err)
+	return r, c.check(err)
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -281,10 +303,16 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	mark := c.pc.sentMark()
 	r, err := qc.QueryContext(ctx, query, args)
+	err = c.pc.statementErr(ctx, mark, err)
+	c.c.guard.Exit(ctx, p, err)
 	if err != nil {
-		return nil, c.check(c.pc.statementErr(ctx, mark, err))
+		return nil, c.check(err)
 	}
 	return c.lend(r), nil
 }
@@ -295,10 +323,17 @@ func (c *conn) Ping(ctx context.Context) error {
 	if err := c.ready(); err != nil {
 		return err
 	}
-	if p, ok := c.inner.(driver.Pinger); ok {
-		return c.check(p.Ping(ctx))
+	pinger, ok := c.inner.(driver.Pinger)
+	if !ok {
+		return nil
 	}
-	return nil
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	err = pinger.Ping(ctx)
+	c.c.guard.Exit(ctx, p, err)
+	return c.check(err)
 }
 
 func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
@@ -18,6 +19,7 @@ import (
 // pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
 type Connector struct {
 	pool         *pool.Pool[driver.Conn] // of *physConn
+	guard        *dbguard.Guard          // the creation path, and the breaker's admission of takes and statements
 	testTimeout  time.Duration           // the pool's TestTimeout
 	closeTimeout time.Duration           // Config.CloseTimeout
 
@@ -66,8 +68,13 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if hooks.logger == nil {
 		hooks.logger = slog.Default() // as the pool's
 	}
-	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks}
+	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
+		return nil, err
+	}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
+		guard: c.guard}
 	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
+		c.guard.Close()
 		return nil, err
 	}
 	c.testTimeout = c.pool.Config().TestTimeout
@@ -143,25 +150,47 @@ func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // Connect takes a connection from the pool (see physFactory.beforeHandOut
-// for what is checked). A refused or failed take returns the pool's error
-// (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed), or the real driver's
-// own error when making a connection failed.
+// for what is checked), unless the circuit is open (see take).
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	h, err := c.pool.Take(ctx)
+	h, err := c.take(ctx)
 	if err != nil {
-		return nil, takeError(err)
+		return nil, err
 	}
 	cn := &conn{c: c}
 	cn.setAttached(h)
 	return cn, nil
 }
 
+// take takes a connection from the pool for a caller, unless the breaker
+// refuses: while the circuit is open it fails at once with the breaker's
+// *resilience.RejectedError (errors.Is breaker.ErrOpen, with RetryAfter),
+// so that a caller of a dead or frozen server neither waits for a
+// connection nor takes an idle one. A refused or failed take returns the
+// pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed, a
+// *pool.WaitError, a *pool.OverloadError, a *pool.CreateError when the
+// take failed fast while creations fail), or the real driver's own error
+// when making a connection for this caller failed (see takeError).
+func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) {
+	if err := c.guard.Check(); err != nil {
+		return pool.Handle[driver.Conn]{}, err
+	}
+	h, err := c.pool.Take(ctx)
+	if err != nil {
+		return h, takeError(err)
+	}
+	return h, nil
+}
+
 // takeError is the error of a failed Take as the caller sees it: the real
-// driver's own value when making a connection failed, as its users expect,
-// else the pool's.
+// driver's own value when the connection made for this caller failed, as
+// its users expect (or that value wrapped by package dbguard when it
+// opened the circuit, or a dbguard rejection), else the pool's error as it
+// is: among them the *pool.CreateError of a take that failed fast, which
+// carries when the pool tries again (RetryAfter), and which errors.As sees
+// through to the real driver's error.
 func takeError(err error) error {
 	var ce *pool.CreateError
-	if errors.As(err, &ce) {
+	if errors.As(err, &ce) && !ce.FailedFast {
 		return ce.Err
 	}
 	return err
@@ -170,9 +199,14 @@ func takeError(err error) error {
 // Driver returns respool's Driver.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
 
-// Stats returns the pool's statistics: the truth about physical connections,
-// unlike sql.DB.Stats, which sees connections only while they are in use.
-func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
+// Stats returns the pool's statistics, the truth about physical
+// connections (unlike sql.DB.Stats, which sees connections only while they
+// are in use), and those of the resilience around it (see Stats).
+func (c *Connector) Stats() Stats { return Stats{Stats: c.pool.Stats(), Resilience: c.guard.Stats()} }
+
+// Guard returns the connector's resilience: its breaker and pause, for
+// their state (Stats has a snapshot) or to force them.
+func (c *Connector) Guard() *dbguard.Guard { return c.guard }
 
 // Pool returns the connector's pool, for its Config. Its objects are
 // respool's; RawConn returns the real driver's connection one holds.
@@ -187,6 +221,7 @@ func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 // context.DeadlineExceeded, if some are still in use then.
 func (c *Connector) Close() error {
 	unregister(c)
+	c.guard.Close()
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
 		return nil

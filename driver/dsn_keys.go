@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/respool/respool/pool"
 )
 
 const (
@@ -22,6 +24,9 @@ const (
 	dsnBool
 	dsnString
 	dsnStrings // a list: the key may be given more than once, each value appended
+	dsnRate    // a float64 in (0, 1]
+	dsnEnum    // a pool.OverloadPolicy by name
+	dsnBackoff // pool.BackoffConfig: a duration for Initial, or "off" for Disabled
 )
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -33,11 +38,14 @@ type dsnKey struct {
 	min      int    // dsnInt: the smallest value accepted
 	positive bool   // dsnDuration: zero is not accepted
 	// off, for a dsnDuration, is a word (any case) accepted and stored as
-	// -1: "none" for no limit, "off" for no report.
-	off    string
-	invert bool // dsnBool: the field holds the negation of the value
+	// -1: "none" for no limit, "off" for no report; with offZero, and for a
+	// dsnInt, it is stored as 0, the default, which is off.
+	off     string
+	offZero bool
+	invert  bool // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool, *string or *[]string according to kind.
+	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy or
+	// *pool.BackoffConfig according to kind.
 	field func(c *Config) any
 }
 
@@ -109,7 +117,54 @@ var dsnKeys = []dsnKey{
 	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: "off",
 		accepted: `a duration > 0 such as 1m, or "off" for no hold-time report`,
 		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
+	{name: dsnKeyCreateBackoff, kind: dsnBackoff,
+		accepted: `a duration > 0 such as 50ms, or "off" for no backoff`,
+		field:    func(c *Config) any { return &c.Pool.CreateBackoff }},
+	{name: dsnKeyCreateBackoffMax, kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 1s, at least respool_create_backoff",
+		field:    func(c *Config) any { return &c.Pool.CreateBackoff.Max }},
+	{name: "respool_overload", kind: dsnEnum, accepted: "deadline, codel or fifo",
+		field: func(c *Config) any { return &c.Pool.Overload.Policy }},
+	{name: "respool_back_pressure", kind: dsnBool, invert: true,
+		accepted: "true, false, on, off, 1 or 0",
+		field:    func(c *Config) any { return &c.Resilience.BackPressureDisabled }},
+	{name: "respool_breaker", kind: dsnBool, invert: true,
+		accepted: "true, false, on, off, 1 or 0",
+		field:    func(c *Config) any { return &c.Resilience.Breaker.Disabled }},
+	{name: dsnKeyBreakerWindow, kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
+		field: func(c *Config) any { return &c.Resilience.Breaker.WindowSize }},
+	{name: dsnKeyBreakerMinCalls, kind: dsnInt, min: 1, accepted: "an integer ≥ 1, at most respool_breaker_window",
+		field: func(c *Config) any { return &c.Resilience.Breaker.MinimumCalls }},
+	{name: "respool_breaker_failure_rate", kind: dsnRate, accepted: "a number > 0 and ≤ 1 such as 0.5",
+		field: func(c *Config) any { return &c.Resilience.Breaker.FailureRate }},
+	{name: "respool_breaker_open_delay", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 220ms",
+		field:    func(c *Config) any { return &c.Resilience.Breaker.OpenDelay }},
+	{name: "respool_breaker_max_open_delay", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 5s",
+		field:    func(c *Config) any { return &c.Resilience.Breaker.MaxOpenDelay }},
+	{name: "respool_breaker_slow_call", kind: dsnDuration, positive: true, off: "off", offZero: true,
+		accepted: `a duration > 0 such as 5s, or "off"`,
+		field:    func(c *Config) any { return &c.Resilience.Breaker.SlowCall }},
+	{name: "respool_retry_connect", kind: dsnInt, min: 1, accepted: "an integer ≥ 1 (1: no retry)",
+		field: func(c *Config) any { return &c.Resilience.Retry.Attempts }},
+	{name: "respool_connect_rate", kind: dsnInt, min: 1, off: "off",
+		accepted: `an integer ≥ 1 (attempts a second), or "off"`,
+		field:    func(c *Config) any { return &c.Resilience.ConnectRate }},
+	{name: "respool_pause", kind: dsnBool, invert: true,
+		accepted: "true, false, on, off, 1 or 0",
+		field:    func(c *Config) any { return &c.Resilience.Pause.Disabled }},
+	{name: "respool_max_pause", kind: dsnDuration, positive: true,
+		accepted: "a duration > 0 such as 30s",
+		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
 }
+
+const (
+	dsnKeyCreateBackoff    = "respool_create_backoff"
+	dsnKeyCreateBackoffMax = "respool_create_backoff_max"
+	dsnKeyBreakerWindow    = "respool_breaker_window"
+	dsnKeyBreakerMinCalls  = "respool_breaker_min_calls"
+)
 
 // dsnKeyNames returns the valid keys in canonical order.
 func dsnKeyNames() []string {
@@ -133,14 +188,45 @@ func dsnLookupKey(name string) *dsnKey {
 func (k *dsnKey) parse(c *Config, v string) bool {
 	switch p := k.field(c).(type) {
 	case *int:
+		if k.off != "" && strings.EqualFold(v, k.off) {
+			*p = 0
+			return true
+		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < k.min {
 			return false
 		}
 		*p = n
+	case *float64:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return false
+		}
+		*p = f
+	case *pool.OverloadPolicy:
+		for _, o := range []pool.OverloadPolicy{pool.OverloadDeadline, pool.OverloadCoDel, pool.OverloadFIFO} {
+			if strings.EqualFold(v, o.String()) {
+				*p = o
+				return true
+			}
+		}
+		return false
+	case *pool.BackoffConfig:
+		if strings.EqualFold(v, "off") {
+			p.Disabled = true
+			return true
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return false
+		}
+		p.Initial = d
 	case *time.Duration:
 		if k.off != "" && strings.EqualFold(v, k.off) {
 			*p = -1
+			if k.offZero {
+				*p = 0
+			}
 			return true
 		}
 		d, err := time.ParseDuration(v)
@@ -191,6 +277,21 @@ func (k *dsnKey) format(c *Config) string {
 		if *p != 0 {
 			return strconv.Itoa(*p)
 		}
+	case *float64:
+		if *p != 0 {
+			return strconv.FormatFloat(*p, 'g', -1, 64)
+		}
+	case *pool.OverloadPolicy:
+		if *p != 0 {
+			return p.String()
+		}
+	case *pool.BackoffConfig:
+		switch {
+		case p.Disabled:
+			return "off"
+		case p.Initial != 0:
+			return p.Initial.String()
+		}
 	case *time.Duration:
 		switch {
 		case *p < 0 && k.off != "":
@@ -224,6 +325,11 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 		return slog.StringValue(*p), *p != ""
 	case *[]string:
 		return slog.AnyValue(*p), len(*p) > 0
+	case *float64:
+		return slog.Float64Value(*p), *p != 0
+	}
+	if v := k.format(c); v != "" {
+		return slog.StringValue(v), true
 	}
 	return slog.Value{}, false
 }

@@ -8,8 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/pool"
 )
+
+// dsnguardDefaultWindow is the breaker window respool_breaker_min_calls is
+// checked against when respool_breaker_window is not given.
+const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 
 // respool's keys, and the settings the keys give. respool's keys all start
 // with "respool_" and are removed before the DSN reaches the underlying
@@ -20,7 +25,7 @@ import (
 //
 // The keys and the fields they set (the README has types, defaults and
 // meanings); a key that is absent leaves its field at the zero value, which
-// pool.Config documents as the default:
+// pool.Config and dbguard.Config document as the default:
 //
 //	respool_driver                  DriverName
 //	respool_name                    Pool.Name                  no control characters
@@ -43,6 +48,21 @@ import (
 //	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
 //	respool_leak_threshold          Pool.Leak.HoldThreshold    duration > 0, or off (-1)
+//	respool_create_backoff          Pool.CreateBackoff         duration > 0 (Initial), or off (Disabled)
+//	respool_create_backoff_max      Pool.CreateBackoff.Max     duration > 0, ≥ create_backoff
+//	respool_overload                Pool.Overload.Policy       deadline, codel or fifo
+//	respool_back_pressure           !Resilience.BackPressureDisabled  true/false/on/off/1/0
+//	respool_breaker                 !Resilience.Breaker.Disabled      true/false/on/off/1/0
+//	respool_breaker_window          Resilience.Breaker.WindowSize     integer ≥ 1
+//	respool_breaker_min_calls       Resilience.Breaker.MinimumCalls   integer ≥ 1, ≤ breaker_window
+//	respool_breaker_failure_rate    Resilience.Breaker.FailureRate    number in (0, 1]
+//	respool_breaker_open_delay      Resilience.Breaker.OpenDelay      duration > 0
+//	respool_breaker_max_open_delay  Resilience.Breaker.MaxOpenDelay   duration > 0
+//	respool_breaker_slow_call       Resilience.Breaker.SlowCall       duration > 0, or off (0)
+//	respool_retry_connect           Resilience.Retry.Attempts         integer ≥ 1
+//	respool_connect_rate            Resilience.ConnectRate            integer ≥ 1, or off (0)
+//	respool_pause                   !Resilience.Pause.Disabled        true/false/on/off/1/0
+//	respool_max_pause               Resilience.Pause.MaxPause         duration > 0
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //
@@ -86,7 +106,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{DriverName: dsnDefaultDriver(form), DSN: rest}
-	seen := make(map[string]bool, len(params))
+	given := make(map[string]*dsnParam, len(params)) // by canonical key
 	var minIdle, driverKey *dsnParam
 	for i := range params {
 		p := &params[i]
@@ -94,10 +114,10 @@ func ParseDSN(dsn string) (*Config, error) {
 		if k == nil {
 			return nil, &DSNError{Key: p.key, Suggestion: dsnSuggest(p.key)}
 		}
-		if seen[k.name] && k.kind != dsnStrings {
+		if given[k.name] != nil && k.kind != dsnStrings {
 			return nil, &DSNError{Key: p.key, Value: p.value, Duplicate: true}
 		}
-		seen[k.name] = true
+		given[k.name] = p
 		if !p.valueOK {
 			return nil, &DSNError{Key: p.key, Value: p.value, Accepted: k.accepted + ", percent-encoded"}
 		}
@@ -125,10 +145,40 @@ func ParseDSN(dsn string) (*Config, error) {
 				Accepted: fmt.Sprintf("an integer ≥ 0 and ≤ %s %d", what, limit)}
 		}
 	}
+	if err := dsnCheckPairs(c, given); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
 	}
 	return c, nil
+}
+
+// dsnCheckPairs checks the keys whose values bound one another, naming the
+// key at fault: respool_breaker_min_calls at most respool_breaker_window,
+// respool_create_backoff_max at least respool_create_backoff (either given
+// or at its default).
+func dsnCheckPairs(c *Config, given map[string]*dsnParam) error {
+	if p := given[dsnKeyBreakerMinCalls]; p != nil {
+		limit, what := c.Resilience.Breaker.WindowSize, dsnKeyBreakerWindow
+		if limit == 0 {
+			limit, what = dsnguardDefaultWindow, dsnKeyBreakerWindow+", whose default is"
+		}
+		if c.Resilience.Breaker.MinimumCalls > limit {
+			return &DSNError{Key: p.key, Value: p.value, Accepted: fmt.Sprintf("an integer ≥ 1 and ≤ %s %d", what, limit)}
+		}
+	}
+	if p := given[dsnKeyCreateBackoffMax]; p != nil {
+		b := c.Pool.CreateBackoff
+		initial, what := b.Initial, dsnKeyCreateBackoff
+		if initial == 0 {
+			initial, what = pool.DefaultBackoffInitial, dsnKeyCreateBackoff+", whose default is"
+		}
+		if b.Max < initial {
+			return &DSNError{Key: p.key, Value: p.value, Accepted: fmt.Sprintf("a duration ≥ %s %v", what, initial)}
+		}
+	}
+	return nil
 }
 
 // dsnDriverKnown reports whether name can make connections: "pgx" and
@@ -175,6 +225,13 @@ var dsnKeyAliases = map[string]string{
 	"respool_max_conn_lifetime_jitter": "respool_max_lifetime_jitter",
 	"respool_health_check_period":      "respool_validation_interval",
 	"respool_connect_timeout":          "respool_create_timeout",
+	"respool_circuit_breaker":          "respool_breaker",
+	"respool_breaker_enabled":          "respool_breaker",
+	"respool_connect_retries":          "respool_retry_connect",
+	"respool_connect_attempts":         "respool_retry_connect",
+	"respool_backoff":                  "respool_create_backoff",
+	"respool_overload_policy":          "respool_overload",
+	"respool_backpressure":             "respool_back_pressure",
 }
 
 // dsnSuggest returns the valid key closest to key by edit distance (through

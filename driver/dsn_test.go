@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
@@ -373,6 +374,34 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_leak_threshold=30s", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: 30 * time.Second}}}},
 		{"respool_leak_threshold=off", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
 		{"respool_leak_threshold=OFF", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
+		{"respool_create_backoff=100ms", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: 100 * time.Millisecond}}}},
+		{"respool_create_backoff=off", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}}},
+		{"respool_create_backoff=Off", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}}},
+		{"respool_create_backoff_max=5s", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Max: 5 * time.Second}}}},
+		{"respool_create_backoff=1s&respool_create_backoff_max=1s",
+			Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: time.Second, Max: time.Second}}}},
+		{"respool_overload=deadline", Config{}},
+		{"respool_overload=CoDel", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}}}},
+		{"respool_overload=fifo", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}}}},
+		{"respool_back_pressure=off", Config{Resilience: dbguard.Config{BackPressureDisabled: true}}},
+		{"respool_back_pressure=on", Config{}},
+		{"respool_breaker=false", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}}}},
+		{"respool_breaker=1", Config{}},
+		{"respool_breaker_window=50&respool_breaker_min_calls=50",
+			Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 50, MinimumCalls: 50}}}},
+		{"respool_breaker_min_calls=20", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{MinimumCalls: 20}}}},
+		{"respool_breaker_failure_rate=0.25", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{FailureRate: 0.25}}}},
+		{"respool_breaker_failure_rate=1", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{FailureRate: 1}}}},
+		{"respool_breaker_open_delay=1s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{OpenDelay: time.Second}}}},
+		{"respool_breaker_max_open_delay=30s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{MaxOpenDelay: 30 * time.Second}}}},
+		{"respool_breaker_slow_call=5s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{SlowCall: 5 * time.Second}}}},
+		{"respool_breaker_slow_call=off", Config{}},
+		{"respool_retry_connect=1", Config{Resilience: dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1}}}},
+		{"respool_retry_connect=5", Config{Resilience: dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 5}}}},
+		{"respool_connect_rate=20", Config{Resilience: dbguard.Config{ConnectRate: 20}}},
+		{"respool_connect_rate=OFF", Config{}},
+		{"respool_pause=off", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{Disabled: true}}}},
+		{"respool_max_pause=1m", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{MaxPause: time.Minute}}}},
 		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
 		{"respool_close_timeout=0", Config{}},
 		{"respool_cancel_wait=250ms", Config{CancelWait: 250 * time.Millisecond}},
@@ -444,6 +473,29 @@ var parseDSNBadValueTests = []struct {
 	{"postgres://h/db?respool_close_timeout=-1s", "respool_close_timeout", "-1s", "a duration ≥ 0"},
 	{"postgres://h/db?respool_cancel_wait=0", "respool_cancel_wait", "0", `"off"`},
 	{"postgres://h/db?respool_session_end_wait=-1s", "respool_session_end_wait", "-1s", "a duration > 0"},
+	{"postgres://h/db?respool_create_backoff=0", "respool_create_backoff", "0", `"off"`},
+	{"postgres://h/db?respool_create_backoff=none", "respool_create_backoff", "none", "a duration > 0"},
+	{"postgres://h/db?respool_create_backoff_max=10ms", "respool_create_backoff_max", "10ms", "≥ respool_create_backoff, whose default is 50ms"},
+	{"postgres://h/db?respool_create_backoff=2s&respool_create_backoff_max=1s", "respool_create_backoff_max", "1s", "≥ respool_create_backoff 2s"},
+	{"postgres://h/db?respool_overload=lifo", "respool_overload", "lifo", "deadline, codel or fifo"},
+	{"postgres://h/db?respool_overload=", "respool_overload", "", "deadline, codel or fifo"},
+	{"postgres://h/db?respool_back_pressure=no", "respool_back_pressure", "no", "true, false, on, off, 1 or 0"},
+	{"postgres://h/db?respool_breaker=maybe", "respool_breaker", "maybe", "true, false, on, off, 1 or 0"},
+	{"postgres://h/db?respool_breaker_window=0", "respool_breaker_window", "0", "an integer ≥ 1"},
+	{"postgres://h/db?respool_breaker_min_calls=21", "respool_breaker_min_calls", "21", "≤ respool_breaker_window, whose default is 20"},
+	{"postgres://h/db?respool_breaker_window=5&respool_breaker_min_calls=6", "respool_breaker_min_calls", "6", "≤ respool_breaker_window 5"},
+	{"postgres://h/db?respool_breaker_failure_rate=0", "respool_breaker_failure_rate", "0", "a number > 0 and ≤ 1"},
+	{"postgres://h/db?respool_breaker_failure_rate=1.5", "respool_breaker_failure_rate", "1.5", "a number > 0 and ≤ 1"},
+	{"postgres://h/db?respool_breaker_failure_rate=NaN", "respool_breaker_failure_rate", "NaN", "a number > 0 and ≤ 1"},
+	{"postgres://h/db?respool_breaker_failure_rate=50%25", "respool_breaker_failure_rate", "50%", "a number > 0 and ≤ 1"},
+	{"postgres://h/db?respool_breaker_open_delay=0s", "respool_breaker_open_delay", "0s", "a duration > 0"},
+	{"postgres://h/db?respool_breaker_slow_call=0", "respool_breaker_slow_call", "0", `"off"`},
+	{"postgres://h/db?respool_retry_connect=0", "respool_retry_connect", "0", "an integer ≥ 1 (1: no retry)"},
+	{"postgres://h/db?respool_retry_connect=off", "respool_retry_connect", "off", "an integer ≥ 1"},
+	{"postgres://h/db?respool_connect_rate=0", "respool_connect_rate", "0", `"off"`},
+	{"postgres://h/db?respool_connect_rate=2.5", "respool_connect_rate", "2.5", "an integer ≥ 1"},
+	{"postgres://h/db?respool_pause=paused", "respool_pause", "paused", "true, false, on, off, 1 or 0"},
+	{"postgres://h/db?respool_max_pause=-1s", "respool_max_pause", "-1s", "a duration > 0"},
 	{"postgres://h/db?respool_close_timeout=soon", "respool_close_timeout", "soon", "a duration ≥ 0"},
 	{"postgres://h/db?respool_init_sql=", "respool_init_sql", "", "one SQL statement, not empty"},
 	{"postgres://h/db?respool_init_sql=SET%20a&respool_init_sql=%20", "respool_init_sql", " ", "one SQL statement"},
@@ -627,6 +679,29 @@ func TestFormatDSN(t *testing.T) {
 				"&respool_leak_detection=false&respool_leak_stack=true&respool_leak_threshold=1m30s",
 		},
 		{
+			name: "resilience, canonical order",
+			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db",
+				Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: 100 * time.Millisecond, Max: 2 * time.Second},
+					Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}},
+				Resilience: dbguard.Config{BackPressureDisabled: true, ConnectRate: 50,
+					Breaker: dbguard.BreakerConfig{WindowSize: 40, MinimumCalls: 30, FailureRate: 0.75, OpenDelay: time.Second,
+						MaxOpenDelay: 8 * time.Second, SlowCall: 3 * time.Second},
+					Retry: dbguard.RetryConfig{Attempts: 2}, Pause: dbguard.PauseConfig{MaxPause: time.Minute}}},
+			want: "postgres://h/db?respool_create_backoff=100ms&respool_create_backoff_max=2s&respool_overload=codel" +
+				"&respool_back_pressure=false&respool_breaker_window=40&respool_breaker_min_calls=30" +
+				"&respool_breaker_failure_rate=0.75&respool_breaker_open_delay=1s&respool_breaker_max_open_delay=8s" +
+				"&respool_breaker_slow_call=3s&respool_retry_connect=2&respool_connect_rate=50&respool_max_pause=1m0s",
+		},
+		{
+			name: "resilience off",
+			cfg: Config{DriverName: "mysql", DSN: "u@tcp(h)/db",
+				Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}, Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}},
+				Resilience: dbguard.Config{BackPressureDisabled: true, Breaker: dbguard.BreakerConfig{Disabled: true},
+					Retry: dbguard.RetryConfig{Attempts: 1}, Pause: dbguard.PauseConfig{Disabled: true}}},
+			want: "u@tcp(h)/db?respool_create_backoff=off&respool_overload=fifo&respool_back_pressure=false" +
+				"&respool_breaker=false&respool_retry_connect=1&respool_pause=false",
+		},
+		{
 			name: "hold-time report off, close timeout",
 			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db", CloseTimeout: 3 * time.Second,
 				Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}},
@@ -740,6 +815,10 @@ var roundTripEdgeCases = []string{
 	"u@tcp(h)/db?respool_init_sql=SET+@a%3D1&respool_init_sql=SET%20@b=2",
 	"respool_leak_threshold=off respool_close_timeout=1m host=h",
 	"postgres://h/db?respool_leak_threshold=Off&respool_max_idle_time=None",
+	"postgres://h/db?respool_create_backoff=OFF&respool_overload=FIFO&respool_breaker=0&respool_pause=off",
+	"respool_breaker_failure_rate=1e-3 respool_breaker_slow_call=off respool_connect_rate=off host=h",
+	"u@tcp(h)/db?respool_breaker_failure_rate=.5&respool_create_backoff=1h&respool_create_backoff_max=2562047h47m16.854775807s",
+	"postgres://h/db?respool_breaker_window=1&respool_breaker_min_calls=1&respool_retry_connect=9",
 }
 
 func TestRoundTripEdgeCases(t *testing.T) {
@@ -948,13 +1027,22 @@ func TestDSNKeysDocumented(t *testing.T) {
 		t.Errorf("README.md rows\n %v\nwant (canonical order)\n %v", order, dsnKeyNames())
 	}
 	defaults := map[string]string{
-		"respool_max_queue":           strconv.Itoa(pool.DefaultMaxQueueSize),
-		"respool_max_idle_time":       strings.TrimSuffix(pool.DefaultMaxIdle.String(), "0s"),
-		"respool_create_timeout":      pool.DefaultCreateTimeout.String(),
-		"respool_test_timeout":        pool.DefaultTestTimeout.String(),
-		"respool_validation_interval": pool.DefaultValidationInterval.String(),
-		"respool_max_conns":           "max(4, NumCPU)",
-		"respool_min_idle":            "0",
+		"respool_max_queue":            strconv.Itoa(pool.DefaultMaxQueueSize),
+		"respool_max_idle_time":        strings.TrimSuffix(pool.DefaultMaxIdle.String(), "0s"),
+		"respool_create_timeout":       pool.DefaultCreateTimeout.String(),
+		"respool_test_timeout":         pool.DefaultTestTimeout.String(),
+		"respool_validation_interval":  pool.DefaultValidationInterval.String(),
+		"respool_max_conns":            "max(4, NumCPU)",
+		"respool_min_idle":             "0",
+		"respool_create_backoff":       pool.DefaultBackoffInitial.String(),
+		"respool_create_backoff_max":   pool.DefaultBackoffMax.String(),
+		"respool_overload":             pool.OverloadDeadline.String(),
+		"respool_breaker_window":       strconv.Itoa(dbguard.DefaultWindowSize),
+		"respool_breaker_min_calls":    strconv.Itoa(dbguard.DefaultMinimumCalls),
+		"respool_breaker_failure_rate": strconv.FormatFloat(dbguard.DefaultFailureRate, 'g', -1, 64),
+		"respool_breaker_open_delay":   dbguard.DefaultOpenDelay.String(),
+		"respool_retry_connect":        strconv.Itoa(dbguard.DefaultConnectAttempts),
+		"respool_max_pause":            dbguard.DefaultMaxPause.String(),
 	}
 	for k, want := range defaults {
 		if !strings.Contains(rows[k], want) {

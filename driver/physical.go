@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"sync/atomic"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory"
 )
 
@@ -32,8 +33,9 @@ type physConn struct {
 // connection taken from idle ready for reuse.
 type physFactory struct {
 	real  factory.Connector
-	stmts *stmtRegistry // the Connector's
-	hooks *connHooks    // the Config's
+	stmts *stmtRegistry  // the Connector's
+	hooks *connHooks     // the Config's
+	guard *dbguard.Guard // the Connector's: the creation path
 }
 
 var (
@@ -41,11 +43,13 @@ var (
 	_ factory.HookProvider[driver.Conn] = physFactory{}
 )
 
-// Create makes a connection, with a dialLog in its context for respool's
-// dial function (see wireDial) to record the socket in.
+// Create makes a connection through the guard's creation path (retry,
+// breaker, pause, connect-rate limiter: see dbguard.Connect), with a
+// dialLog in its context for respool's dial function (see wireDial) to
+// record the sockets of its attempts in.
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
-	c, err := f.real.Create(ctx)
+	c, err := dbguard.Connect(ctx, f.guard, f.real.Create)
 	if err != nil {
 		return nil, err
 	}

@@ -239,7 +239,7 @@ func createFailedLine(t *testing.T, cfg Config) (string, pool.Stats) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	return line, c.Stats()
+	return line, c.Stats().Stats
 }
 
 // configOutputs returns every way a program might print or log cfg.

@@ -66,7 +66,7 @@ func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
 		if err != nil {
 			return nil, err
 		}
-		return &sqlPool{db: sql.OpenDB(c), log: rec}, nil
+		return &sqlPool{db: sql.OpenDB(c), log: rec, conn: c}, nil
 	}}
 }
 
@@ -120,8 +120,24 @@ func openSQL(size int) func(s *servers.Server) (pool, error) {
 // sqlPool is a *sql.DB on any driver.
 type sqlPool struct {
 	db   *sql.DB
-	keep bool      // keep lost handles for undo (see pool.leak)
-	log  *recorder // nil: the pool's log is not read
+	keep bool              // keep lost handles for undo (see pool.leak)
+	log  *recorder         // nil: the pool's log is not read
+	conn *driver.Connector // respool's, for its Stats; nil for the others
+}
+
+// describe sums up what respool's pool and resilience did, for the test
+// log; "" for the other pools.
+func (p *sqlPool) describe() string {
+	if p.conn == nil {
+		return ""
+	}
+	s := p.conn.Stats()
+	r := s.Resilience
+	return fmt.Sprintf("pool: creates %d, create failures %d, failed fast %d, overloaded %d, back-pressure %d, effective size %d; "+
+		"connection attempts %d (failed %d, retries %d); breaker %v, openings %d, rejected %d, statement failures %d; pauses %d",
+		s.Creates, s.CreateFailures, s.FailedFast, s.Overloaded, s.BackPressureEvents, s.EffectiveMaxObjects,
+		r.ConnectAttempts, r.ConnectFailures, r.Retry.Retries, r.Breaker.State, r.Breaker.Transitions, r.Breaker.Rejected,
+		r.StatementFailures, r.Pause.Pauses)
 }
 
 func (p *sqlPool) query(ctx context.Context, q string) error {

@@ -48,12 +48,18 @@
 //
 // # Targets
 //
-// By default the suite asserts sanity only: every scenario ran for every
-// client and produced measurements, every client recovered after each
-// fault, the servers came back, no goroutine is left (goleak). With
-// RESPOOL_FAULT_TARGETS=1 it also asserts issue 9's targets for respool
-// (see targets_test.go), which the driver does not meet before its
-// resilience wiring.
+// The suite asserts sanity: every scenario ran for every client and
+// produced measurements, every client recovered after each fault, the
+// servers came back, no goroutine is left (goleak). It asserts too the
+// targets of issue 9 that respool meets by far, so that they hold in `make
+// test` (race detector on, a shared 2-core machine): callers fail fast while
+// the server is down (p99 ≤ 50ms; 150ms under the race detector, whose
+// slowing down leaves 64 callers that fail at once waiting for the
+// scheduler), at most 2 attempts a second rejected
+// above the server's limit with at least 90 % of the plain driver's ok/s,
+// at most 10 % of calls waiting their full deadline on a frozen server. With
+// RESPOOL_FAULT_TARGETS=1 it asserts every target (see targets_test.go for
+// those only measured by default, and why).
 //
 // Adding a client, or respool with other keys, is one line in clients.
 package faults

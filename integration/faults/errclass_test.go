@@ -7,22 +7,23 @@ import (
 	"slices"
 	"strings"
 
-	respoolpool "github.com/respool/respool/pool"
+	rpool "github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/resilience/pause"
 )
 
 // errorClass names the kind of an error a caller saw, for the report:
 // "deadline" (the call's context ended), the server's back-pressure with its
-// code ("server limit 53300"), "overloaded" (respool's pool failed the call
-// fast: it could not be served before its deadline), dbclass's class otherwise, with the server's
+// code ("server limit 53300"), dbclass's class otherwise, with the server's
 // code when there is one, and for errors dbclass does not know (respool's
 // own, for one), the innermost error's message.
 func errorClass(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "deadline"
 	}
-	if errors.Is(err, respoolpool.ErrOverloaded) { // its message varies with the figures it quotes
-		return "overloaded"
+	if name := respoolError(err); name != "" {
+		return name
 	}
 	c := dbclass.Classify(err)
 	switch {
@@ -36,6 +37,27 @@ func errorClass(err error) string {
 		return c.Class.String() + " " + c.Code
 	}
 	return c.Class.String()
+}
+
+// respoolError names respool's own errors by kind, without the figures
+// their messages hold (so that they group), or returns "".
+func respoolError(err error) string {
+	var ce *rpool.CreateError
+	switch {
+	case errors.Is(err, breaker.ErrOpen), errors.Is(err, breaker.ErrHalfOpenFull):
+		return "circuit open"
+	case errors.Is(err, pause.ErrPaused):
+		return "paused"
+	case errors.Is(err, rpool.ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, rpool.ErrQueueFull):
+		return "queue full"
+	case errors.Is(err, rpool.ErrAcquireTimeout):
+		return "acquire timeout"
+	case errors.As(err, &ce) && ce.FailedFast:
+		return "failed fast (" + errorClass(ce.Err) + ")"
+	}
+	return ""
 }
 
 // innermost follows err's first wrapped error to the end.

@@ -56,8 +56,8 @@ type run struct {
 }
 
 // TestFaults runs every scenario for every client, logs the report and
-// writes it to reportPath; with RESPOOL_FAULT_TARGETS=1 it asserts issue 9's
-// targets for respool.
+// writes it to reportPath; it asserts issue 9's targets for respool that it
+// meets by far, and with RESPOOL_FAULT_TARGETS=1 all of them.
 func TestFaults(t *testing.T) {
 	rep := newReport()
 	admin := map[*servers.Server]*sql.DB{}
@@ -100,9 +100,7 @@ func TestFaults(t *testing.T) {
 	for _, msg := range rep.missing(scenarios, ran, selected) {
 		t.Errorf("no measurement: %s", msg)
 	}
-	if targetsOn() {
-		checkTargets(t, rep)
-	}
+	checkTargets(t, rep)
 }
 
 // reportPath is where TestFaults writes the report.
@@ -129,6 +127,13 @@ func (r *run) open(s *servers.Server) (pool, *servers.Proxy) {
 		t.Fatalf("open %s: %v", r.c.name, err)
 	}
 	closed := new(atomic.Bool)
+	if d, ok := p.(interface{ describe() string }); ok {
+		t.Cleanup(func() { // before the Close below
+			if s := d.describe(); s != "" {
+				t.Logf("%s: %s", r.c.name, s)
+			}
+		})
+	}
 	t.Cleanup(func() {
 		if !closed.Load() {
 			if err := closeWithin(p, closeBound); err != nil {

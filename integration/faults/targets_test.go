@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-// targetsEnv turns on the assertions of issue 9's targets for respool.
+// targetsEnv turns on the assertions of every one of issue 9's targets for
+// respool; without it, only those respool meets with a wide margin are
+// asserted (see checkTargets).
 const targetsEnv = "RESPOOL_FAULT_TARGETS"
 
 func targetsOn() bool { return os.Getenv(targetsEnv) == "1" }
@@ -24,65 +26,85 @@ const (
 	maxFrozenFullWait = 0.10 // share of calls that wait their full deadline
 )
 
-// checkTargets asserts the targets on every respool column of rep.
+// byDefault says whether a target is asserted without RESPOOL_FAULT_TARGETS
+// (in `make test`, under the race detector, on a shared 2-core machine):
+// those respool meets by far. The others are measured and reported, and
+// asserted with RESPOOL_FAULT_TARGETS=1:
+//   - attempts to a dead server: the breaker probes every open delay
+//     (220ms, so that a restarted server is found within the first-success
+//     target), about 4.5 attempts/s, plus the failures that open it; and
+//     through the suite's proxy pgx makes a second connection for each
+//     failed attempt (the cancel request it sends when a startup fails);
+//   - first success and all callers after the server is back: the probe
+//     comes up to an open delay after the server, so the margin is tens of
+//     milliseconds;
+//   - the slow server's ok/s and sessions, the leaks' stacks: other work of
+//     issue 9 (cancellation; respool_leak_stack is off by default).
+type byDefault bool
+
+// raceSlack widens the bound on the callers' p99 while the server is down
+// when asserted by default under the race detector: callers that fail at
+// once call again at once, and 64 of them on 2 cores, slowed down several
+// times by the detector, wait for the scheduler (respool's p99 is 0–2ms
+// without the detector, up to 60ms with it; the plain pools' 100–300ms).
+const raceSlack = 3
+
+// checkTargets asserts the targets on every respool column of rep: all of
+// them with RESPOOL_FAULT_TARGETS=1, else those asserted by default.
 func checkTargets(t *testing.T, rep *report) {
+	all := targetsOn()
 	for _, col := range rep.cols {
 		if !col.client.respool {
 			continue
 		}
-		fail := func(format string, args ...any) {
-			t.Errorf("target missed by %s: %s", col, fmt.Sprintf(format, args...))
+		want := func(d byDefault, ok bool, format string, args ...any) {
+			if !ok && (all || bool(d)) {
+				t.Errorf("target missed by %s: %s", col, fmt.Sprintf(format, args...))
+			}
 		}
 		if o, ok := rep.outcome("kill", col).(*killOutcome); ok {
-			if o.attemptsPerSec > maxAttemptsDown {
-				fail("%.0f connection attempts/s to a dead server; want ≤ %.0f", o.attemptsPerSec, maxAttemptsDown)
+			want(false, o.attemptsPerSec <= maxAttemptsDown,
+				"%.0f connection attempts/s to a dead server; want ≤ %.0f", o.attemptsPerSec, maxAttemptsDown)
+			p99 := maxP99Open
+			if raceEnabled && !all {
+				p99 *= raceSlack
 			}
-			if o.p99Down > maxP99Open {
-				fail("caller p99 %v while down; want ≤ %v", o.p99Down, maxP99Open)
-			}
-			if o.first < 0 || o.first > maxFirstSuccess {
-				fail("first success %v after the server was back; want ≤ %v", o.first, maxFirstSuccess)
-			}
-			if !o.allRecovered || o.all > maxAllSucceeded {
-				fail("all %d callers succeeded %v after the server was back (all: %v); want ≤ %v",
-					callers, o.all, o.allRecovered, maxAllSucceeded)
-			}
+			want(true, o.p99Down <= p99, "caller p99 %v while down; want ≤ %v", o.p99Down, p99)
+			want(false, o.first >= 0 && o.first <= maxFirstSuccess,
+				"first success %v after the server was back; want ≤ %v", o.first, maxFirstSuccess)
+			want(false, o.allRecovered && o.all <= maxAllSucceeded,
+				"all %d callers succeeded %v after the server was back (all: %v); want ≤ %v",
+				callers, o.all, o.allRecovered, maxAllSucceeded)
 		}
 		if o, ok := rep.outcome("limit", col).(*limitOutcome); ok {
-			if o.rejectedPerSec > maxRejected {
-				fail("%.0f rejected attempts/s above the server's limit; want ≤ %.0f", o.rejectedPerSec, maxRejected)
-			}
-			if base := baselineLimit(rep, col.kind); base != nil && o.okPerSec < minBaselineShare*base.okPerSec {
-				fail("%.0f ok/s above the server's limit; want ≥ %.0f %% of the plain driver's %.0f",
+			want(true, o.rejectedPerSec <= maxRejected,
+				"%.0f rejected attempts/s above the server's limit; want ≤ %.0f", o.rejectedPerSec, maxRejected)
+			if base := baselineLimit(rep, col.kind); base != nil {
+				want(true, o.okPerSec >= minBaselineShare*base.okPerSec,
+					"%.0f ok/s above the server's limit; want ≥ %.0f %% of the plain driver's %.0f",
 					o.okPerSec, 100*minBaselineShare, base.okPerSec)
 			}
 		}
 		if o, ok := rep.outcome("slow", col).(*slowOutcome); ok {
-			if o.okPerSec < minSlowOK {
-				fail("%.1f ok/s on a slow server; want ≥ %.0f", o.okPerSec, minSlowOK)
-			}
-			if o.peakSampled > poolSize || o.peakServer > poolSize {
-				fail("server sessions peaked at %d sampled, %d by %s; want ≤ %d",
-					o.peakSampled, o.peakServer, o.serverCounter, poolSize)
-			}
+			want(false, o.okPerSec >= minSlowOK, "%.1f ok/s on a slow server; want ≥ %.0f", o.okPerSec, minSlowOK)
+			want(false, o.peakSampled <= poolSize && o.peakServer <= poolSize,
+				"server sessions peaked at %d sampled, %d by %s; want ≤ %d",
+				o.peakSampled, o.peakServer, o.serverCounter, poolSize)
 		}
-		if o, ok := rep.outcome("frozen", col).(*frozenOutcome); ok && o.share() > maxFrozenFullWait {
-			fail("%s of calls waited their full deadline on a frozen server; want ≤ %.0f %%",
+		if o, ok := rep.outcome("frozen", col).(*frozenOutcome); ok {
+			want(true, o.share() <= maxFrozenFullWait,
+				"%s of calls waited their full deadline on a frozen server; want ≤ %.0f %%",
 				percent(o.waitedFull, o.calls), 100*maxFrozenFullWait)
 		}
 		if o, ok := rep.outcome("leak", col).(*leakOutcome); ok {
 			for how, f := range o.forms {
-				if !f.reported || !f.stack {
-					fail("leak (%v): reported %v, with the taker's stack %v; want both", leakKind(how), f.reported, f.stack)
-				}
-				if f.slotsBack != poolSize {
-					fail("leak (%v): %d of %d connections at once after two collections; want all",
-						leakKind(how), f.slotsBack, poolSize)
-				}
+				want(false, f.reported && f.stack,
+					"leak (%v): reported %v, with the taker's stack %v; want both", leakKind(how), f.reported, f.stack)
+				want(false, f.slotsBack == poolSize,
+					"leak (%v): %d of %d connections at once after two collections; want all",
+					leakKind(how), f.slotsBack, poolSize)
 			}
-			if !o.closeOK {
-				fail("Close did not return within %v with the leaks lost", closeBound)
-			}
+			want(false, o.closeOK, "Close did not return within %v with the leaks lost", closeBound)
 		}
 	}
 }

@@ -13,10 +13,12 @@ import (
 )
 
 // sqlPools are the database/sql pools the benchmarks compare: respool's
-// driver as sql.Open makes it, the same recording leak stacks, and pgx's
-// stdlib driver.
+// driver as sql.Open makes it (its resilience wiring on), the same with
+// every resilience key off (what the wiring costs the success path), the
+// same recording leak stacks, and pgx's stdlib driver.
 var sqlPools = []struct{ name, driver, keys string }{
 	{"respool", "respool", "respool_max_conns=8"},
+	{"respool-unguarded", "respool", "respool_max_conns=8&respool_breaker=off&respool_retry_connect=1&respool_pause=off&respool_back_pressure=off"},
 	{"respool-stack", "respool", "respool_max_conns=8&respool_leak_stack=true"},
 	{"pgx-stdlib", "pgx", ""},
 }

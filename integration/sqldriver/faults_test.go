@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
@@ -185,10 +186,10 @@ func restartServer(t *testing.T, ctx context.Context, s *servers.Server) {
 // waitPool waits until ok holds for the Stats of c's pool, which lag the
 // destruction of a connection (done in a goroutine of its own), and returns
 // them; it fails the test when ctx ends first.
-func waitPool(t *testing.T, ctx context.Context, c interface{ Stats() pool.Stats }, ok func(pool.Stats) bool) pool.Stats {
+func waitPool(t *testing.T, ctx context.Context, c *respool.Connector, ok func(pool.Stats) bool) pool.Stats {
 	t.Helper()
 	for {
-		st := c.Stats()
+		st := c.Stats().Stats
 		if ok(st) {
 			return st
 		}

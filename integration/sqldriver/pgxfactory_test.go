@@ -2,16 +2,22 @@ package sqldriver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory/pgxfactory"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
 )
 
 //go:noinline
@@ -37,13 +43,7 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	defer closePool(t, p)
 
 	// A connection left inside a transaction is not handed out again.
 	c, err := p.Take(ctx)
@@ -88,5 +88,122 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	}
 	if st := p.Stats(); st.Destroyed(pool.DestroyInvalid) != 1 || st.Destroyed(pool.DestroyLeaked) != 1 {
 		t.Fatalf("destroys %v: want one for the open transaction, one for the leak", st.Destroys)
+	}
+}
+
+// TestNativePgxThroughTheGuard checks that native pgx connections get the
+// driver's creation path: pgxfactory wrapped by dbguard.Factory. While the
+// server refuses connections (a dial hook refuses them), a creation is
+// retried, the attempts open the circuit, and then takes fail at once with
+// a *pool.CreateError matching breaker.ErrOpen and carrying the half-open
+// time, with no attempt; once the server is back, the first take after that
+// time is the probe, and succeeds.
+func TestNativePgxThroughTheGuard(t *testing.T) {
+	ctx := ctxT(t)
+	f, err := pgxfactory.New(pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	var dials atomic.Int64
+	dial := f.Config.DialFunc
+	f.Config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		if down.Load() {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		return dial(ctx, network, addr)
+	}
+	g, err := dbguard.New(dbguard.Config{Retry: dbguard.RetryConfig{Delay: time.Millisecond},
+		Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4, OpenDelay: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	p, err := pool.New(dbguard.Factory[*pgx.Conn](g, f),
+		pool.Config{MaxObjects: 4, BackPressure: g.BackPressure(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePool(t, p)
+
+	// Down: the first creation makes 3 attempts; the pool's next, after its
+	// backoff (which its failed-fast error names), opens the circuit.
+	down.Store(true)
+	_, err = p.Take(ctx)
+	var oe *net.OpError
+	if !errors.As(err, &oe) || errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("first Take: %v; want the refusal, the circuit still closed", err)
+	}
+	if n := dials.Load(); n != 3 {
+		t.Fatalf("%d dials; want 3 (a creation and its two retries)", n)
+	}
+	for !errors.Is(err, breaker.ErrOpen) {
+		var ce *pool.CreateError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Take: %v; want a *pool.CreateError", err)
+		}
+		if ce.FailedFast {
+			waitUntil(t, ctx, ce.RetryAfter())
+		}
+		_, err = p.Take(ctx)
+	}
+	attempts := dials.Load()
+	var ce *pool.CreateError
+	for range 5 {
+		start := time.Now()
+		_, err = p.Take(ctx)
+		if !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, breaker.ErrOpen) || !errors.As(err, &oe) {
+			t.Fatalf("Take while open: %v; want a failed-fast *pool.CreateError of the refusal that opened the circuit", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("Take while open took %v; want it at once", d)
+		}
+	}
+	if n := dials.Load(); n != attempts {
+		t.Fatalf("%d dials while open; want none", n-attempts)
+	}
+	if err := g.Check(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Check while open: %v; want breaker.ErrOpen", err)
+	}
+
+	// Back: the first take after the half-open time is the probe.
+	down.Store(false)
+	waitUntil(t, ctx, ce.RetryAfter())
+	h, err := p.Take(ctx)
+	if err != nil {
+		t.Fatalf("Take after the half-open time: %v; want the probe's connection", err)
+	}
+	var n int
+	if err := h.Value().QueryRow(ctx, "SELECT 1").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("SELECT 1 = %d, %v", n, err)
+	}
+	if err := p.GiveBack(h); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.Stats(); s.Breaker.State != breaker.Closed || s.ConnectAttempts != uint64(dials.Load()) {
+		t.Fatalf("guard %+v; want the circuit closed and every dial counted", s)
+	}
+}
+
+// closePool closes p, waiting at most 10 s for its connections.
+func closePool(t *testing.T, p *pool.Pool[*pgx.Conn]) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// waitUntil waits for the time at, which an error named (a pool's next
+// attempt, a circuit's half-open time), within ctx.
+func waitUntil(t *testing.T, ctx context.Context, at time.Time) {
+	t.Helper()
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", at.Format("15:04:05.000"), ctx.Err())
 	}
 }

@@ -117,6 +117,36 @@ func (b *Breaker) enterSlow() (resilience.Permit, error) {
 	return resilience.Permit{Token: uint64(w), Since: now}, nil // moved on meanwhile
 }
 
+// Check reports whether Enter would admit a call now, without admitting
+// one: nil, or the rejection Enter would return (counted and emitted as
+// one). It takes no HalfOpen trial permit, so that a caller may ask before
+// work that enters the breaker itself, such as taking a connection that may
+// have to be made through it. The Adaptive mode's Closed state admits
+// (its throttling is drawn at Enter). With the circuit Closed it reads one
+// atomic word.
+func (b *Breaker) Check() error {
+	switch b.load().state() {
+	case Open, HalfOpen, ForcedOpen:
+	default:
+		return nil
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advanceLocked(now)
+	switch b.load().state() {
+	case Open:
+		return b.rejectLocked(now, ErrOpen, b.time(b.openUntil))
+	case HalfOpen:
+		if b.half.left == 0 {
+			return b.rejectLocked(now, ErrHalfOpenFull, b.halfOpenRetryAtLocked(now))
+		}
+	case ForcedOpen:
+		return b.rejectLocked(now, ErrForcedOpen, time.Time{})
+	}
+	return nil
+}
+
 // halfOpenRetryAtLocked is when a call rejected for want of a trial permit
 // may come back: after an open delay (the first one when the circuit was
 // moved to HalfOpen by hand, without opening), or unknown.

@@ -271,3 +271,40 @@ func TestMinimumCallsAboveWindowSize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckTakesNoPermit checks that Check answers as Enter would without
+// admitting: it admits while Closed, rejects with Enter's error while Open,
+// and in HalfOpen admits while a trial permit is free but leaves it to
+// the next Enter, then rejects once it is taken.
+func TestCheckTakesNoPermit(t *testing.T) {
+	f := newFixture(t, breaker.Config{WindowSize: 2, HalfOpenCalls: 1, OpenDelay: delay.Constants(time.Second)})
+	if err := f.b.Check(); err != nil {
+		t.Fatalf("Check while closed: %v", err)
+	}
+	f.calls(2, errDown)
+	err := f.b.Check()
+	if !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Check while open: %v; want ErrOpen", err)
+	}
+	if at, ok := resilience.RetryAfter(err); !ok || !at.Equal(f.clk.Now().Add(time.Second)) {
+		t.Fatalf("retry-after %v; want the half-open time", at)
+	}
+	f.clk.Advance(time.Second)
+	for range 3 {
+		if err := f.b.Check(); err != nil {
+			t.Fatalf("Check while half-open with the trial free: %v", err)
+		}
+	}
+	p, err := f.b.Enter(context.Background())
+	if err != nil {
+		t.Fatalf("the trial after Checks: %v", err)
+	}
+	if err := f.b.Check(); !errors.Is(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("Check with the trial taken: %v; want ErrHalfOpenFull", err)
+	}
+	f.b.Exit(p, nil)
+	f.want(breaker.Closed)
+	if s := f.b.Stats(); s.Rejected != 2 {
+		t.Fatalf("Rejected %d; want 2 (each rejecting Check counts)", s.Rejected)
+	}
+}

@@ -1,0 +1,176 @@
+package dbguard_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/pause"
+)
+
+// TestRetryOnlyWhenNothingReachedTheServer checks which failed attempts
+// are made again: a refused dial, up to Attempts; not back-pressure, a
+// wrong password or a connection lost during the attempt.
+func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
+	noBreaker := dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}
+	t.Run("refused, then made", func(t *testing.T) {
+		f := newFixture(t, noBreaker)
+		f.fail(errRefused, errRefused)
+		n, err := f.connectStepping(2)
+		if err != nil || n != 3 {
+			t.Fatalf("Connect = %d, %v; want the third attempt's connection", n, err)
+		}
+	})
+	t.Run("refused every time", func(t *testing.T) {
+		f := newFixture(t, noBreaker)
+		f.fail(errRefused, errRefused, errRefused, errRefused)
+		_, err := f.connectStepping(2)
+		if !errors.Is(err, errRefused) || f.attempts() != dbguard.DefaultConnectAttempts {
+			t.Fatalf("Connect: %v after %d attempts; want the refusal after %d", err, f.attempts(), dbguard.DefaultConnectAttempts)
+		}
+		if s := f.g.Stats(); s.ConnectAttempts != 3 || s.ConnectFailures != 3 || s.Retry.Retries != 2 || s.Retry.GiveUps != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+	for _, err := range []error{errFull, errPassword, errLost} {
+		t.Run(err.Error(), func(t *testing.T) {
+			f := newFixture(t, noBreaker)
+			f.fail(err)
+			if _, got := f.connect(context.Background()); !errors.Is(got, err) || f.attempts() != 1 {
+				t.Fatalf("Connect: %v after %d attempts; want %v after 1", got, f.attempts(), err)
+			}
+		})
+	}
+	t.Run("one attempt", func(t *testing.T) {
+		f := newFixture(t, dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1}, Breaker: noBreaker.Breaker})
+		f.fail(errRefused)
+		if _, err := f.connect(context.Background()); !errors.Is(err, errRefused) || f.attempts() != 1 {
+			t.Fatalf("Connect: %v after %d attempts; want the refusal after 1", err, f.attempts())
+		}
+	})
+}
+
+// TestCircuitOpensOnFailedAttempts checks the creation path with the
+// breaker: failed attempts open the circuit; the attempt that opened it
+// returns an *OpenedError (the driver's error, breaker.ErrOpen, the
+// half-open time); attempts are then rejected without reaching the factory;
+// after the open delay one probe goes through, and its success closes the
+// circuit.
+func TestCircuitOpensOnFailedAttempts(t *testing.T) {
+	f := newFixture(t, dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1},
+		Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+	ctx := context.Background()
+	f.fail(errRefused, errRefused, errRefused)
+	for range 3 {
+		if _, err := f.connect(ctx); !errors.Is(err, errRefused) || errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("attempt before the circuit opens: %v; want the refusal alone", err)
+		}
+	}
+	f.fail(errRefused)
+	_, err := f.connect(ctx)
+	var oe *dbguard.OpenedError
+	if !errors.As(err, &oe) || !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("the attempt that opened the circuit: %v; want an *OpenedError of the refusal", err)
+	}
+	halfOpen := f.clk.Now().Add(dbguard.DefaultOpenDelay)
+	if at, ok := resilience.RetryAfter(err); !ok || !at.Equal(halfOpen) {
+		t.Fatalf("RetryAfter %v; want the half-open time %v", at, halfOpen)
+	}
+
+	_, err = f.connect(ctx)
+	if !isRejection(err, breaker.ErrOpen) || f.attempts() != 4 {
+		t.Fatalf("attempt while open: %v after %d attempts; want a rejection without an attempt", err, f.attempts())
+	}
+	if err := f.g.Check(); !isRejection(err, breaker.ErrOpen) {
+		t.Fatalf("Check while open: %v", err)
+	}
+
+	f.clk.Set(halfOpen)
+	if err := f.g.Check(); err != nil {
+		t.Fatalf("Check when half-open: %v; want nil (the probe is free)", err)
+	}
+	if n, err := f.connect(ctx); err != nil || n != 5 {
+		t.Fatalf("the probe: %d, %v; want a connection", n, err)
+	}
+	if s := f.g.Breaker().State(); s != breaker.Closed {
+		t.Fatalf("after the probe succeeded: %v; want closed", s)
+	}
+}
+
+// TestFailedProbeOpensAgainAndIsNotRetried checks that the probe's failure
+// opens the circuit again at once: it is not retried (the next attempt
+// would only be rejected), and its error carries the next half-open time.
+func TestFailedProbeOpensAgainAndIsNotRetried(t *testing.T) {
+	f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 2, MinimumCalls: 2}})
+	ctx := context.Background()
+	f.fail(errRefused, errRefused) // one creation, retried once: two failures open it
+	if _, err := f.connectStepping(1); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("creation: %v; want the circuit open", err)
+	}
+	f.clk.Advance(dbguard.DefaultOpenDelay)
+	f.fail(errRefused)
+	_, err := f.connect(ctx)
+	if !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) || f.attempts() != 3 {
+		t.Fatalf("the probe: %v after %d attempts; want its refusal, the circuit open, 3 attempts", err, f.attempts())
+	}
+	if at, _ := resilience.RetryAfter(err); !at.Equal(f.clk.Now().Add(dbguard.DefaultOpenDelay)) {
+		t.Fatalf("RetryAfter %v; want now + the open delay", at)
+	}
+}
+
+// TestPauseOnBackPressure checks that "too many connections" closes the
+// pause for every creation: the next one is rejected at once, without an
+// attempt, with the reopening time; once the pause is over, the next
+// creation is its probe.
+func TestPauseOnBackPressure(t *testing.T) {
+	f := newFixture(t, dbguard.Config{})
+	ctx := context.Background()
+	f.fail(errFull)
+	if _, err := f.connect(ctx); !errors.Is(err, errFull) {
+		t.Fatalf("creation: %v; want the server's error", err)
+	}
+	_, err := f.connect(ctx)
+	if !isRejection(err, pause.ErrPaused) || f.attempts() != 1 {
+		t.Fatalf("creation while paused: %v after %d attempts; want a rejection without an attempt", err, f.attempts())
+	}
+	until, ok := resilience.RetryAfter(err)
+	if !ok || until.Sub(f.clk.Now()) != time.Second {
+		t.Fatalf("RetryAfter %v; want now + dbclass's 1s", until)
+	}
+	if s := f.g.Breaker().State(); s != breaker.Closed {
+		t.Fatalf("breaker %v; want closed: back-pressure is not a failure", s)
+	}
+	f.clk.Set(until)
+	if n, err := f.connect(ctx); err != nil || n != 2 {
+		t.Fatalf("the probe: %d, %v; want a connection", n, err)
+	}
+	if st := f.g.Pause().State(); !st.Open {
+		t.Fatalf("pause %+v; want open after the probe", st)
+	}
+}
+
+// TestConnectRateLimit checks that attempts beyond the rate wait for the
+// next permit instead of failing.
+func TestConnectRateLimit(t *testing.T) {
+	f := newFixture(t, dbguard.Config{ConnectRate: 2})
+	ctx := context.Background()
+	for range 2 {
+		if _, err := f.connect(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := f.clk.Now()
+	if _, err := f.connectStepping(1); err != nil {
+		t.Fatalf("third attempt in a second: %v; want it made after a wait", err)
+	}
+	if waited := f.clk.Now().Sub(start); waited != 500*time.Millisecond {
+		t.Fatalf("waited %v; want 500ms (2 a second)", waited)
+	}
+	if s := f.g.Stats(); !s.ConnectRateOn || s.Limiter.Queued != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -1,0 +1,219 @@
+package dbguard
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/compose"
+	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/ratelimit"
+	"github.com/respool/respool/resilience/retry"
+)
+
+// Guard is the resilience of one database: the creation path (retry,
+// breaker, pause, connect-rate limiter around each connection attempt) and
+// the breaker's admission of takes and statements. Make one with New; it is
+// safe for concurrent use.
+type Guard struct {
+	c Config // validated, defaults filled in; read-only
+
+	breaker *breaker.Breaker   // nil when off
+	pause   *pause.Pause       // nil when off
+	limiter *ratelimit.Limiter // nil when off
+	retry   *retry.Retry[struct{}]
+	stack   compose.Stack[struct{}] // the creation path: retry, breaker, pause, limiter
+
+	attempts, attemptFailures atomic.Uint64 // connection attempts that reached the factory
+	failures                  atomic.Uint64 // statements recorded as failures
+	rejected                  atomic.Uint64 // takes and statements refused by the breaker
+}
+
+// New returns a Guard configured by c, or a *resilience.ConfigError naming
+// the field that is not accepted.
+func New(c Config) (*Guard, error) {
+	c, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	g := &Guard{c: c}
+	if !c.Breaker.Disabled {
+		bc := breaker.Config{
+			Name: c.Name, WindowSize: c.Breaker.WindowSize, MinimumCalls: c.Breaker.MinimumCalls,
+			FailureRate: c.Breaker.FailureRate, SlowCallDuration: c.Breaker.SlowCall,
+			HalfOpenCalls: 1, HalfOpenMaxWait: DefaultHalfOpenMaxWait,
+			OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: c.Breaker.OpenDelay, Multiplier: 2,
+				Max: c.Breaker.MaxOpenDelay},
+			IsFailure: g.isFailure, IsIgnored: isIgnored,
+			Clock: c.Clock, Listener: c.Listener,
+		}
+		if g.breaker, err = breaker.New(bc); err != nil {
+			return nil, err
+		}
+		g.stack.Breaker = g.breaker
+	}
+	if !c.Pause.Disabled {
+		if g.pause, err = pause.New(pause.Config{Name: c.Name, Classify: c.Classifier.BackPressure,
+			MaxPause: c.Pause.MaxPause, Clock: c.Clock, Listener: c.Listener}); err != nil {
+			return nil, err
+		}
+		g.stack.Pause = noWaitPause{g.pause, c.Clock}
+	}
+	if c.ConnectRate > 0 {
+		n := int64(c.ConnectRate)
+		if g.limiter, err = ratelimit.New(ratelimit.Config{Name: c.Name,
+			Limit:     ratelimit.Limit{Permits: n, Period: time.Second, Burst: n},
+			QueueSize: maxQueued, MaxWait: maxLimiterWait, Clock: c.Clock, Listener: c.Listener}); err != nil {
+			return nil, err
+		}
+		g.stack.Limiter = g.limiter
+	}
+	if g.retry, err = retry.New(retry.Config[struct{}]{Name: c.Name, MaxAttempts: c.Retry.Attempts,
+		Delay:   delay.Strategy{Kind: delay.Exponential, Initial: c.Retry.Delay, Multiplier: 2, Max: c.Retry.MaxDelay, Jitter: delay.Equal},
+		RetryOn: g.retryable, Clock: c.Clock, Listener: c.Listener}); err != nil {
+		return nil, err
+	}
+	g.stack.Retry = g.retry
+	return g, nil
+}
+
+// The connect-rate limiter's queue: attempts beyond the rate wait, bounded
+// by their creation's deadline rather than by these.
+const (
+	maxQueued      = 1 << 16
+	maxLimiterWait = time.Hour
+)
+
+// Close stops the pause's reopening timer, if one is set. The Guard may
+// still be used; a pause then ends at the first creation after its time.
+func (g *Guard) Close() {
+	if g.pause != nil {
+		g.pause.Stop()
+	}
+}
+
+// Breaker returns the circuit breaker, or nil when it is off.
+func (g *Guard) Breaker() *breaker.Breaker { return g.breaker }
+
+// Pause returns the pause, or nil when it is off.
+func (g *Guard) Pause() *pause.Pause { return g.pause }
+
+// BackPressure returns the classifier of back-pressure errors to give a
+// pool (pool.Config.BackPressure), or nil when Config.BackPressureDisabled.
+func (g *Guard) BackPressure() func(err error) (time.Duration, bool) {
+	if g.c.BackPressureDisabled {
+		return nil
+	}
+	return g.c.Classifier.BackPressure
+}
+
+// Check admits a take from the pool: nil, or, while the circuit is open
+// (or half-open with its probe under way), the breaker's rejection, a
+// *resilience.RejectedError matching breaker.ErrOpen (or
+// breaker.ErrHalfOpenFull) whose RetryAfter is when a probe goes through.
+// It takes no permit: the connection attempt or statement that follows
+// enters the breaker itself. With the circuit closed it reads one atomic
+// word.
+func (g *Guard) Check() error {
+	if g.breaker == nil {
+		return nil
+	}
+	if err := g.breaker.Check(); err != nil {
+		g.rejected.Add(1)
+		return err
+	}
+	return nil
+}
+
+// Enter admits a statement (any call that goes to the server on a
+// connection already made), or rejects it as Check does. Every admitted
+// statement is ended by one Exit with its outcome and its context.
+func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
+	if g.breaker == nil {
+		return resilience.Permit{}, nil
+	}
+	p, err := g.breaker.Enter(ctx)
+	if err != nil {
+		g.rejected.Add(1)
+	}
+	return p, err
+}
+
+// Exit records the outcome of the statement p admitted; ctx is the one it
+// ran with. A connection-level error or a timeout is a failure; the
+// caller's own errors are successes (the server answered); a cancellation
+// by the caller's context, driver.ErrBadConn (database/sql runs the
+// statement again on another connection, and that outcome counts) and
+// driver.ErrSkip are not recorded.
+func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
+	if g.breaker == nil {
+		return
+	}
+	if err != nil {
+		err = g.statementOutcome(ctx, err)
+	}
+	g.breaker.Exit(p, err)
+}
+
+// errNotRecorded is the outcome Exit gives the breaker for a statement that
+// says nothing of the server: it matches resilience.ErrRejected, which the
+// breaker does not record (and a half-open trial permit goes back).
+var errNotRecorded = notRecorded{}
+
+type notRecorded struct{}
+
+func (notRecorded) Error() string        { return "dbguard: not recorded" }
+func (notRecorded) Is(target error) bool { return target == resilience.ErrRejected }
+
+// failed marks a statement's error that ClassifyContext judged a failure.
+type failed struct{ error }
+
+func (f failed) Unwrap() error { return f.error }
+
+// statementOutcome maps a statement's error to what the breaker records.
+func (g *Guard) statementOutcome(ctx context.Context, err error) error {
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) || errors.Is(err, resilience.ErrRejected) {
+		return errNotRecorded
+	}
+	v := g.c.Classifier.ClassifyContext(ctx, err)
+	switch {
+	case v.Canceled:
+		return context.Canceled
+	case v.IsFailure():
+		g.failures.Add(1)
+		return failed{err}
+	}
+	return nil // the server answered
+}
+
+// isFailure is the breaker's IsFailure: a statement judged by Exit, or a
+// connection attempt's error.
+func (g *Guard) isFailure(err error) bool {
+	if _, ok := err.(failed); ok {
+		return true
+	}
+	return g.c.Classifier.Classify(err).IsFailure()
+}
+
+// isIgnored is the breaker's IsIgnored: the caller's cancellation.
+func isIgnored(err error) bool { return errors.Is(err, context.Canceled) }
+
+// retryable is the retry's RetryOn: a connection attempt is made again when
+// nothing reached the server, unless it was back-pressure (the pause and
+// the pool handle it), a rejection, or the circuit is no longer closed.
+func (g *Guard) retryable(err error) bool {
+	if errors.Is(err, resilience.ErrRejected) {
+		return false
+	}
+	v := g.c.Classifier.Classify(err)
+	if !v.IsConnectRetryable() || v.Class == dbclass.ClassBackPressure {
+		return false
+	}
+	return g.breaker == nil || g.breaker.State() == breaker.Closed
+}

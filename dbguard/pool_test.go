@@ -1,0 +1,118 @@
+package dbguard_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
+)
+
+// TestPoolFailsFastWhileOpen checks a pool on a guarded factory whose
+// server is down: once the attempts have opened the circuit, a Take fails
+// at once with a *pool.CreateError (FailedFast) that matches
+// breaker.ErrOpen, reaches the driver's error and carries the half-open
+// time, and no attempt is made before then.
+func TestPoolFailsFastWhileOpen(t *testing.T) {
+	g, err := dbguard.New(dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1},
+		Breaker: dbguard.BreakerConfig{WindowSize: 2, MinimumCalls: 2, OpenDelay: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var attempts atomic.Int64
+	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) {
+		attempts.Add(1)
+		return 0, errRefused
+	}}
+	p, err := pool.New(dbguard.Factory[int](g, f), pool.Config{MaxObjects: 4, BackPressure: g.BackPressure(),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.StartClose()
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+
+	// The first Take gets the first refusal at once (nothing alive, nothing
+	// else being created); the pool's next attempt, made once its backoff
+	// has passed, opens the circuit.
+	_, err = p.Take(ctx)
+	if !errors.Is(err, errRefused) || errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("first Take: %v; want the refusal, the circuit still closed", err)
+	}
+	for errors.Is(err, errRefused) && !errors.Is(err, breaker.ErrOpen) {
+		var ce *pool.CreateError
+		if errors.As(err, &ce) && ce.FailedFast {
+			if err := sleepCtx(ctx, time.Until(ce.RetryAfter())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = p.Take(ctx)
+	}
+	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, errRefused) {
+		t.Fatalf("Take after the backoff: %v; want the refusal that opened the circuit", err)
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts; want 2", n)
+	}
+	for range 3 {
+		start := time.Now()
+		_, err := p.Take(ctx)
+		var ce *pool.CreateError
+		if !errors.As(err, &ce) || !ce.FailedFast || !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, errRefused) {
+			t.Fatalf("Take while open: %v; want a failed-fast *pool.CreateError of the opened circuit", err)
+		}
+		if until := time.Until(ce.RetryAfter()); until < 59*time.Minute {
+			t.Fatalf("RetryAfter in %v; want the half-open time, an hour away", until)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("Take took %v; want it at once", d)
+		}
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts; want still 2", n)
+	}
+	if err := g.Check(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Check: %v; want ErrOpen", err)
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestFactoryKeepsHooks checks that the wrapped factory keeps the hooks of
+// the one it wraps.
+func TestFactoryKeepsHooks(t *testing.T) {
+	g, err := dbguard.New(dbguard.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	called := false
+	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil },
+		Hooks: factory.Hooks[int]{AfterCreate: func(context.Context, int) error { called = true; return nil }}}
+	hp, ok := dbguard.Factory[int](g, f).(factory.HookProvider[int])
+	if !ok || hp.LifecycleHooks().AfterCreate == nil {
+		t.Fatal("the wrapped factory lost its hooks")
+	}
+	_ = hp.LifecycleHooks().AfterCreate(context.Background(), 1)
+	if !called {
+		t.Fatal("AfterCreate is not the wrapped factory's")
+	}
+}

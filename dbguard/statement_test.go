@@ -1,0 +1,111 @@
+package dbguard_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
+)
+
+// TestStatementOutcomes checks what each statement outcome does to the
+// breaker: which ones count as failures, which as successes, which not at
+// all.
+func TestStatementOutcomes(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	bg := context.Background()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		err     error
+		opens   bool // four of them open a window of four
+		records bool // counted in the window
+	}{
+		{"success", bg, nil, false, true},
+		{"lost connection", bg, errLost, true, true},
+		{"deadline", bg, context.DeadlineExceeded, true, true},
+		{"syntax error", bg, errSyntax, false, true},
+		{"caller's cancellation", bg, fmt.Errorf("query: %w", context.Canceled), false, false},
+		{"lost after the caller cancelled", canceled, errLost, false, false},
+		{"bad connection", bg, driver.ErrBadConn, false, false},
+		{"skipped", bg, driver.ErrSkip, false, false},
+		{"back-pressure", bg, errFull, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+			for range 4 {
+				if rej := f.statement(tt.ctx, tt.err); rej != nil {
+					t.Fatal(rej)
+				}
+			}
+			s := f.g.Stats()
+			if opened := s.Breaker.State == breaker.Open; opened != tt.opens {
+				t.Fatalf("state %v; want open %v", s.Breaker.State, tt.opens)
+			}
+			if recorded := s.Breaker.Calls == 4 || s.Breaker.State == breaker.Open; recorded != tt.records {
+				t.Fatalf("window calls %d; want recorded %v", s.Breaker.Calls, tt.records)
+			}
+			if want := map[bool]uint64{true: 4}[tt.opens]; s.StatementFailures != want {
+				t.Fatalf("StatementFailures %d; want %d", s.StatementFailures, want)
+			}
+		})
+	}
+}
+
+// TestOpenCircuitRejectsStatementsAndTakes checks that, once statements
+// have opened the circuit, a take (Check) and a statement (Enter) fail at
+// once with a rejection matching breaker.ErrOpen that carries the
+// half-open time; that the first statement after it is the probe, the
+// others being rejected until it ends; and that connection attempts are
+// rejected too.
+func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
+	f := newFixture(t, dbguard.Config{})
+	f.statements(10, nil)
+	f.statements(10, errLost)
+	ctx := context.Background()
+	halfOpen := f.clk.Now().Add(dbguard.DefaultOpenDelay)
+	for _, err := range []error{f.g.Check(), f.statement(ctx, nil)} {
+		var rej *resilience.RejectedError
+		if !isRejection(err, breaker.ErrOpen) || !errors.As(err, &rej) || !rej.RetryAt.Equal(halfOpen) {
+			t.Fatalf("while open: %v; want a rejection matching ErrOpen until %v", err, halfOpen)
+		}
+	}
+	if _, err := f.connect(ctx); !isRejection(err, breaker.ErrOpen) || f.attempts() != 0 {
+		t.Fatalf("connection attempt while open: %v (%d attempts)", err, f.attempts())
+	}
+	if s := f.g.Stats(); s.Rejected != 2 || s.Breaker.Rejected != 3 {
+		t.Fatalf("Rejected %d (breaker %d); want 2 takes and statements, 3 in all", s.Rejected, s.Breaker.Rejected)
+	}
+
+	f.clk.Set(halfOpen)
+	probe, err := f.g.Enter(ctx)
+	if err != nil {
+		t.Fatalf("the probe: %v", err)
+	}
+	if err := f.g.Check(); !isRejection(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("a take while the probe runs: %v; want ErrHalfOpenFull", err)
+	}
+	f.g.Exit(ctx, probe, errSyntax) // the server answered
+	if err := f.statement(ctx, nil); err != nil {
+		t.Fatalf("after the probe: %v; want the circuit closed", err)
+	}
+}
+
+// TestBreakerOff checks that a Guard without a breaker admits everything
+// and records nothing.
+func TestBreakerOff(t *testing.T) {
+	f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}})
+	f.statements(100, errLost)
+	if err := f.g.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.g.Stats(); s.BreakerOn || s.StatementFailures != 0 || f.g.Breaker() != nil {
+		t.Fatalf("stats %+v", s)
+	}
+}
