@@ -64,6 +64,7 @@ type poolKind struct {
 // poolKinds are the pools compared in every scenario.
 var poolKinds = []poolKind{
 	{"respool", func(size int) (benchPool, error) { return newRespool(size, leak.Config{Disabled: true}) }},
+	{"keyed", func(size int) (benchPool, error) { return newKeyed(size, leak.Config{Disabled: true}) }},
 	{"puddle", newPuddle},
 	{"sql", newSQL},
 	{"chan", newChan},
@@ -74,8 +75,11 @@ var poolKinds = []poolKind{
 // outlasts a collection), for information.
 var respoolLeak = poolKind{"respool-leak", func(size int) (benchPool, error) { return newRespool(size, leak.Config{}) }}
 
-// withLeak is poolKinds and respoolLeak.
-var withLeak = append(slices.Clip(poolKinds), respoolLeak)
+// keyedLeak is keyed with its default leak tracking, for information.
+var keyedLeak = poolKind{"keyed-leak", func(size int) (benchPool, error) { return newKeyed(size, leak.Config{}) }}
+
+// withLeak is poolKinds, respoolLeak and keyedLeak.
+var withLeak = append(slices.Clip(poolKinds), respoolLeak, keyedLeak)
 
 // newObject returns a constructor of objects numbered from 1.
 func newObject() func(context.Context) (*object, error) {
@@ -131,6 +135,71 @@ func (w *respoolWorker) giveBack() error {
 }
 
 func (w *respoolWorker) use(iters int) { w.h.Value().work += spin(iters) }
+
+// ---- respool's Keyed ----
+
+// keyedKeys are the keys of the Keyed pool: its workers take from them in
+// turn, so that the scenarios' objects are spread over both.
+var keyedKeys = [...]string{"primary", "replica"}
+
+// keyedPool is a pool.Keyed of two keys, each of which may use the whole
+// budget of size objects. Take is Keyed.Take(ctx, key) with the worker's
+// key: the map lookup by key is part of what is measured.
+type keyedPool struct {
+	k    *pool.Keyed[string, *object]
+	next atomic.Int64 // the key of the next worker
+}
+
+func newKeyed(size int, lc leak.Config) (benchPool, error) {
+	k, err := pool.NewKeyed(pool.KeyedConfig[string, *object]{MaxObjects: size, MaxQueueSize: queueSize, Leak: lc})
+	if err != nil {
+		return nil, err
+	}
+	f := factory.Funcs[*object]{CreateFunc: newObject()}
+	for _, key := range keyedKeys {
+		if _, err := k.Add(key, f, pool.Config{}); err != nil {
+			return nil, err
+		}
+	}
+	return &keyedPool{k: k}, nil
+}
+
+func (r *keyedPool) worker() worker {
+	return &keyedWorker{k: r.k, key: keyedKeys[int(r.next.Add(1)-1)%len(keyedKeys)]}
+}
+
+func (r *keyedPool) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := r.k.Close(ctx); err != nil {
+		return err
+	}
+	if s := r.k.Stats(); s.QueueFull != 0 || s.CreateFailures != 0 || s.LeaksDetected != 0 || s.CancelledWaits != 0 {
+		return fmt.Errorf("keyed: unexpected counts: QueueFull %d, CreateFailures %d, LeaksDetected %d, CancelledWaits %d",
+			s.QueueFull, s.CreateFailures, s.LeaksDetected, s.CancelledWaits)
+	}
+	return nil
+}
+
+type keyedWorker struct {
+	k   *pool.Keyed[string, *object]
+	key string
+	h   pool.Handle[*object]
+}
+
+func (w *keyedWorker) take(ctx context.Context) error {
+	h, err := w.k.Take(ctx, w.key)
+	w.h = h
+	return err
+}
+
+func (w *keyedWorker) giveBack() error {
+	err := w.k.GiveBack(w.h)
+	w.h = pool.Handle[*object]{}
+	return err
+}
+
+func (w *keyedWorker) use(iters int) { w.h.Value().work += spin(iters) }
 
 // ---- puddle ----
 

@@ -51,6 +51,12 @@ const DefaultHoldThreshold = 5 * time.Minute
 // query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
 // (respool_leak_stack) turns them on.
 func NewConnector(cfg Config) (*Connector, error) {
+	return newConnector(cfg, pool.New[driver.Conn])
+}
+
+// newConnector is NewConnector with the pool made by newPool (a Group's
+// member is a key of the Group's pool.Keyed).
+func newConnector(cfg Config, newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -73,7 +79,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	}
 	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard}
-	if c.pool, err = pool.New[driver.Conn](f, pc); err != nil {
+	if c.pool, err = newPool(f, pc); err != nil {
 		c.guard.Close()
 		return nil, err
 	}

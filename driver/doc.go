@@ -126,6 +126,15 @@
 // Names need not be unique; Lookup returns the oldest open Connector of a
 // name.
 //
+// # Several databases, one budget
+//
+// A Group is one connection budget shared by several databases: each member
+// is a Connector of its own (Group.Connector(key, cfg), for sql.OpenDB), and
+// the connections of every member together never exceed GroupConfig.MaxConns;
+// a member that needs a connection while the budget is spent gets the slot of
+// another's idle connection, or of the next one another gives back (see
+// Group and pool.Keyed).
+//
 // # Errors
 //
 // Errors of the real driver reach the caller unchanged (errors.As(err,

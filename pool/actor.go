@@ -18,6 +18,8 @@ const (
 	msgDestroyed                // an object has been destroyed (e)
 	msgAbandoned                // a hook on e outlived its bound: forget e, free its slot
 	msgGC                       // a garbage collection ended: watch the leases out
+	msgYield                    // a Keyed's key gives e back while other keys' callers wait for the budget (see budget.go)
+	msgAddKey                   // a Keyed's key p joins its budget
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -29,9 +31,10 @@ const mailboxSize = 256
 // allocates nothing.
 type message[T any] struct {
 	kind      msgKind
-	slot      bool   // msgTake: the sender brings a slot marker
-	abandoned bool   // msgTested: the Test outlived its bound and still runs
-	epoch     uint64 // msgCreated: the gate's epoch when the creation started
+	p         *Pool[T] // the sender's pool (see Pool.send); a Keyed's actor routes by it
+	slot      bool     // msgTake: the sender brings a slot marker
+	abandoned bool     // msgTested: the Test outlived its bound and still runs
+	epoch     uint64   // msgCreated: the gate's epoch when the creation started
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T
@@ -58,6 +61,11 @@ type actor[T any] struct {
 	batch      []*entry[T] // the tick's scratch list
 	closing    bool
 	needRefill bool // an event freed a slot or an idle object: refill to MinIdle
+
+	// In a Keyed: the claims for a slot of the budget made for the key's
+	// queued callers, and the budget's scratch count of those to drop (see
+	// budget.go).
+	claimed, excessClaims int
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -91,18 +99,7 @@ func (a *actor[T]) run() {
 			a.startClose()
 			ev = "close"
 		}
-		// Any event may have freed a slot: the queued callers come first,
-		// then MinIdle. And once closed, wake the waiting callers.
-		// capacity is stored before offerSlots loads queued, as total is
-		// (see markers.go), and again once refill has taken slots.
-		a.publishCapacity()
-		a.offerSlots()
-		if a.needRefill {
-			a.needRefill = false
-			a.refill()
-		}
-		a.publishCapacity()
-		p.wakeIfNeeded()
+		a.settle()
 		if a.hook != nil {
 			a.hook(ev)
 		}
@@ -112,6 +109,21 @@ func (a *actor[T]) run() {
 			return
 		}
 	}
+}
+
+// settle does what follows every event. Any event may have freed a slot:
+// the queued callers come first, then MinIdle. And once closed, wake the
+// waiting callers. capacity is stored before offerSlots loads queued, as
+// total is (see markers.go), and again once refill has taken slots.
+func (a *actor[T]) settle() {
+	a.publishCapacity()
+	a.offerSlots()
+	if a.needRefill {
+		a.needRefill = false
+		a.refill()
+	}
+	a.publishCapacity()
+	a.p.wakeIfNeeded()
 }
 
 func (a *actor[T]) handle(m message[T]) string {
@@ -199,6 +211,10 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 			w.deliver(created[T]{full: true})
 			return
 		}
+		if !a.budgetFree() { // a Keyed's other keys hold the budget
+			a.p.keyed.starve(a, w)
+			return
+		}
 		a.setTotal(a.total + 1)
 	}
 	if w == nil {
@@ -228,6 +244,8 @@ func (a *actor[T]) startCreates() {
 			}
 		case !r.reserved && a.total >= a.capacity():
 			r.w.deliver(created[T]{full: true})
+		case !r.reserved && !a.budgetFree():
+			a.p.keyed.starve(a, r.w)
 		default:
 			if !r.reserved {
 				a.setTotal(a.total + 1)
@@ -240,7 +258,14 @@ func (a *actor[T]) startCreates() {
 // canCreate reports whether a slot is free and a creation for nobody in
 // particular may start now (callers waiting for the gate come first).
 func (a *actor[T]) canCreate() bool {
-	return a.mayStart() && a.total < a.capacity() && !(a.gate.failing && len(a.pending) > 0)
+	return a.mayStart() && a.total < a.capacity() && a.budgetFree() && !(a.gate.failing && len(a.pending) > 0)
+}
+
+// budgetFree reports whether the budget of the Keyed the pool is a key of
+// has a slot free; always true for a Pool of its own.
+func (a *actor[T]) budgetFree() bool {
+	b := a.p.keyed
+	return b == nil || b.total < b.max
 }
 
 // freeSlot gives a slot up. total is stored before offerSlots loads queued
@@ -262,13 +287,18 @@ func (a *actor[T]) takeBackSlot() {
 // one slot marker per caller not offered one yet. The longest waiter gets
 // the first (see markers.go).
 func (a *actor[T]) offerSlots() {
-	p := a.p
-	for !a.closing && a.total < a.capacity() && int(p.queued.Load()) > a.offered {
-		a.setTotal(a.total + 1)
-		a.offered++
-		p.offered.Store(int64(a.offered))
-		p.queue <- &entry[T]{kind: kindSlot} // never blocks: see markers.go
+	for !a.closing && a.total < a.capacity() && a.budgetFree() && int(a.p.queued.Load()) > a.offered {
+		a.offerSlot()
 	}
+}
+
+// offerSlot takes a free slot and offers it to the queued callers.
+func (a *actor[T]) offerSlot() {
+	p := a.p
+	a.setTotal(a.total + 1)
+	a.offered++
+	p.offered.Store(int64(a.offered))
+	p.queue <- &entry[T]{kind: kindSlot} // never blocks: see markers.go
 }
 
 // startCreate creates an object for w (nil: for idle) in a slot already
@@ -301,7 +331,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			if errBound != nil {
 				r.err = errBound
 			}
-			p.mailbox <- message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch}
+			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch})
 		},
 		func(r result) {
 			if r.err == nil {
@@ -341,7 +371,8 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64) {
 		p.destroy(e, DestroyClosed)
 	case w != nil && w.deliver(created[T]{e: e}):
 	default:
-		p.putIdle(e)
+		e.idleSince = p.now.Load()
+		p.pushIdle(e)
 	}
 }
 
@@ -374,6 +405,9 @@ func (a *actor[T]) onDestroyed(e *entry[T]) {
 }
 
 func (a *actor[T]) setTotal(n int) {
+	if b := a.p.keyed; b != nil {
+		b.setTotal(b.total + n - a.total)
+	}
 	a.total = n
 	a.p.total.Store(int64(n))
 }
@@ -466,10 +500,10 @@ func (a *actor[T]) startTest(e *entry[T]) {
 		},
 		func(err, errBound error) {
 			if errBound != nil {
-				p.mailbox <- message[T]{kind: msgTested, e: e, err: errBound, abandoned: true}
+				p.send(message[T]{kind: msgTested, e: e, err: errBound, abandoned: true})
 				return
 			}
-			p.mailbox <- message[T]{kind: msgTested, e: e, err: err}
+			p.send(message[T]{kind: msgTested, e: e, err: err})
 		},
 		func(error) { p.destroyLate(e.obj, DestroyTestFailed) })
 }

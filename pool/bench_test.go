@@ -44,3 +44,41 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKeyedTakeGiveBack is BenchmarkTakeGiveBack's bare and leak
+// cases through a Keyed of two keys: what the key's lookup and the budget's
+// checks add.
+func BenchmarkKeyedTakeGiveBack(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		lc   leak.Config
+	}{
+		{"bare", leak.Config{Disabled: true}},
+		{"leak", leak.Config{}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			k, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: 8, Leak: c.lc})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer k.Close(context.Background())
+			f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}
+			for _, key := range []string{"primary", "replica"} {
+				if _, err := k.Add(key, f, Config{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := k.Take(ctx, "replica")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := k.GiveBack(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -280,6 +280,10 @@ func (a *actor[T]) hold(now, at int64, pauseErr error, bp bool) {
 		g.timer.Stop()
 	}
 	g.held, g.retryAt, g.pauseErr, g.heldByBP = true, at, pauseErr, bp
+	if b := a.p.keyed; b != nil { // a Keyed's actor keeps one timer for every key's gate
+		b.gatesChanged = true
+		return
+	}
 	g.timer = a.p.cfg.Clock.NewTimer(time.Duration(at - now))
 	g.timerC = g.timer.C()
 }
@@ -291,6 +295,9 @@ func (a *actor[T]) release() {
 		g.timer.Stop()
 	}
 	g.held, g.retryAt, g.pauseErr, g.heldByBP, g.timer, g.timerC = false, 0, nil, false, nil, nil
+	if b := a.p.keyed; b != nil {
+		b.gatesChanged = true
+	}
 }
 
 // onRetryDue opens the gate when its timer fires: the next creation is a

@@ -95,4 +95,11 @@
 // hold times are measured with a clock read at the Take, made only when
 // MaxLifetime or HoldThreshold is set, so that an expired object is never
 // handed out and a hold is reported with its true length.
+//
+// A Keyed is several pools, one per key (a primary and its replicas, one per
+// tenant), under one budget of objects across every key, run by one actor:
+// a key that needs an object while the budget is spent waits in FIFO order
+// with the other keys' callers, and gets the slot of another key's idle
+// object (least recently used, never below that key's MinIdle) or of one
+// given back to a key that does not need it (see Keyed).
 package pool

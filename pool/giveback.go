@@ -39,7 +39,7 @@ func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 			p.checking.Add(-1)
 			switch {
 			case errBound != nil: // the hook still runs: its goroutine destroys the object
-				p.mailbox <- message[T]{kind: msgAbandoned, e: e}
+				p.send(message[T]{kind: msgAbandoned, e: e})
 			case err != nil:
 				p.destroy(e, DestroyRejected)
 			default:
@@ -77,8 +77,14 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 }
 
 // putIdle makes e idle, which hands it to the longest waiter if there is one.
+// The actor does not call it: in a Keyed whose other keys' callers wait for
+// the budget, it may send e to the actor, to be destroyed for them (yield).
 func (p *Pool[T]) putIdle(e *entry[T]) {
 	e.idleSince = p.now.Load()
+	if p.keyed != nil && p.keyed.yielding(p) {
+		p.send(message[T]{kind: msgYield, e: e})
+		return
+	}
 	p.pushIdle(e)
 }
 

@@ -73,12 +73,18 @@ func (p *Pool[T]) wakeIfNeeded() {
 	}
 }
 
+// send sends m, from p, to the actor.
+func (p *Pool[T]) send(m message[T]) {
+	m.p = p
+	p.mailbox <- m
+}
+
 // returnSlots hands n slot markers that cannot be used back to the actor,
 // which frees the slots or offers them again. It blocks until the actor has
 // them: the actor runs while any slot is taken.
 func (p *Pool[T]) returnSlots(n int) {
 	for range n {
-		p.mailbox <- message[T]{kind: msgSlot}
+		p.send(message[T]{kind: msgSlot})
 	}
 }
 
@@ -86,7 +92,7 @@ func (p *Pool[T]) returnSlots(n int) {
 // does not wait, since the actor offers them after every event anyway.
 func (p *Pool[T]) poke() {
 	select {
-	case p.mailbox <- message[T]{kind: msgPoke}:
+	case p.mailbox <- message[T]{kind: msgPoke, p: p}:
 	default:
 	}
 }

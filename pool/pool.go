@@ -74,6 +74,13 @@ type Pool[T any] struct {
 
 	overload overloadState // the overload policy's measurements; written by waiting callers
 
+	// keyed is the budget of the Keyed this pool is one key of, whose actor
+	// and mailbox it shares; nil for a Pool of its own. yields is set by
+	// that actor while this key's give-backs go to it, to be destroyed for
+	// another key's callers (see budget.go).
+	keyed  *budget[T]
+	yields atomic.Bool
+
 	counters  counters
 	waitStats []waitStats // one per idle shard
 
@@ -96,6 +103,20 @@ func New[T any](f factory.Factory[T], cfg Config) (*Pool[T], error) {
 
 // newPool is New with a hook that the actor calls after each event (tests).
 func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[T], error) {
+	p, err := buildPool(f, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := newActor(p, hook)
+	go a.run()
+	p.notifyGC()
+	return p, nil
+}
+
+// buildPool validates f and cfg and makes a pool that no actor runs yet.
+// b, when not nil, is the budget of the Keyed the pool is a key of: the pool
+// shares its mailbox, and its actor is run by the budget's.
+func buildPool[T any](f factory.Factory[T], cfg Config, b *budget[T]) (*Pool[T], error) {
 	if err := checkFactory(f); err != nil {
 		return nil, err
 	}
@@ -108,7 +129,7 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 		factory:      f,
 		queue:        make(chan *entry[T], cfg.MaxObjects+1), // see markers.go
 		wake:         &entry[T]{kind: kindWake},
-		mailbox:      make(chan message[T], mailboxSize),
+		keyed:        b,
 		closing:      make(chan struct{}),
 		closeStarted: make(chan struct{}),
 		done:         make(chan struct{}),
@@ -127,9 +148,11 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 	_, p.sysClock = cfg.Clock.(SystemClock)
 	p.now.Store(p.clock())
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
-	a := newActor(p, hook)
-	go a.run()
-	p.notifyGC()
+	if b != nil {
+		p.mailbox = b.mailbox
+	} else {
+		p.mailbox = make(chan message[T], mailboxSize)
+	}
 	return p, nil
 }
 
@@ -169,7 +192,7 @@ func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
 			p.cfg.Logger.Warn("destroy failed", "pool", p.cfg.Name, "reason", why.String(), "error", err)
 		}
 		p.counters.destroys[why].Add(1)
-		p.mailbox <- message[T]{kind: msgDestroyed, e: e} // the actor runs until this arrives
+		p.send(message[T]{kind: msgDestroyed, e: e}) // the actor runs until this arrives
 	}()
 }
 
@@ -182,6 +205,9 @@ func (p *Pool[T]) StartClose() {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
 		close(p.closing)
+		if p.keyed != nil {
+			p.keyed.keyClosing(p)
+		}
 	})
 }
 
@@ -195,33 +221,46 @@ func (p *Pool[T]) StartClose() {
 // instead of holding Close up until ctx ends.
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.StartClose()
-	if !p.cfg.Leak.Disabled {
+	inUse := func() int { return p.Stats().InUse }
+	if err := awaitClosed(ctx, !p.cfg.Leak.Disabled, p.closeStarted, p.done, inUse); err != nil {
+		return p.closeError(ctx)
+	}
+	return nil
+}
+
+// awaitClosed waits until done is closed, and returns nil, or until ctx
+// ends, and returns its error. With leak tracking on (collect), once started
+// is closed (the actor has watched every lease out), it runs garbage
+// collections while inUse() > 0, at once and then less and less often (at
+// most once a second), so that Handles lost without GiveBack are found.
+func awaitClosed(ctx context.Context, collect bool, started, done <-chan struct{}, inUse func() int) error {
+	if collect {
 		select {
-		case <-p.closeStarted: // the actor has watched every lease out
-		case <-p.done:
+		case <-started:
+		case <-done:
 		case <-ctx.Done():
 		}
-		collect := time.NewTimer(0)
-		defer collect.Stop()
+		t := time.NewTimer(0)
+		defer t.Stop()
 		for pause := time.Millisecond; ; pause = min(2*pause, time.Second) {
 			select {
-			case <-p.done:
+			case <-done:
 				return nil
 			case <-ctx.Done():
-				return p.closeError(ctx)
-			case <-collect.C:
-				if p.Stats().InUse > 0 {
+				return ctx.Err()
+			case <-t.C:
+				if inUse() > 0 {
 					runtime.GC()
 				}
-				collect.Reset(pause)
+				t.Reset(pause)
 			}
 		}
 	}
 	select {
-	case <-p.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
-		return p.closeError(ctx)
+		return ctx.Err()
 	}
 }
 

@@ -167,3 +167,29 @@ func (s *idleSet[T]) counts() (n int, takes uint64) {
 	}
 	return n, takes
 }
+
+// bottom returns the entry given back longest ago and its idleSince (read
+// under the lock: once the lock is released, a caller may take the entry
+// and give it back), or nil.
+func (s *shard[T]) bottom() (*entry[T], int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) == 0 {
+		return nil, 0
+	}
+	return s.buf[0], s.buf[0].idleSince
+}
+
+// removeBottom removes e if it is still the entry given back longest ago,
+// and reports whether it did.
+func (s *shard[T]) removeBottom(e *entry[T]) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) == 0 || s.buf[0] != e {
+		return false
+	}
+	copy(s.buf, s.buf[1:])
+	s.buf[len(s.buf)-1] = nil
+	s.buf = s.buf[:len(s.buf)-1]
+	return true
+}

@@ -22,11 +22,14 @@ const (
 	DestroyClosed                          // the pool was closed
 	DestroyLate                            // created after CreateTimeout had failed its creation
 	DestroyRejected                        // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
+	DestroyEvicted                         // a Keyed's idle object, least recently used, destroyed to free a slot for another key's callers
+	DestroyYielded                         // a Keyed's object given back while another key's callers waited for the budget: its slot went to them
 	numDestroyReasons
 )
 
 var destroyReasonNames = [numDestroyReasons]string{
 	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late", "rejected",
+	"evicted", "yielded",
 }
 
 func (r DestroyReason) String() string {

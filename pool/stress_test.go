@@ -121,10 +121,22 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 		}()
 	}
 	<-closed
+	closeAfterStress(t, p.Close, &wg, f, maxObjects)
+	s := p.Stats()
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
+}
+
+// closeAfterStress closes a pool under stress with closeFn, and checks what
+// every stress test wants at the end: every worker of wg returned, Close
+// returned nil, no object of f is alive, and never more than budget were at
+// once.
+func closeAfterStress(t *testing.T, closeFn func(context.Context) error, wg *sync.WaitGroup, f *fakeFactory, budget int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	closeErr := make(chan error, 1)
-	go func() { closeErr <- p.Close(ctx) }()
+	go func() { closeErr <- closeFn(ctx) }()
 
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
@@ -139,12 +151,9 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 	if live := f.live.Load(); live != 0 {
 		t.Fatalf("%d objects alive after Close", live)
 	}
-	if m := f.maxLive.Load(); m > int64(maxObjects) {
-		t.Fatalf("%d objects were alive at once, MaxObjects %d", m, maxObjects)
+	if m := f.maxLive.Load(); m > int64(budget) {
+		t.Fatalf("%d objects were alive at once, budget %d", m, budget)
 	}
-	s := p.Stats()
-	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
-		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
 }
 
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
@@ -170,6 +179,14 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 		}
 		return
 	}
+	holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+}
+
+// holdAndReturn holds h, taken in a stress test, a little (checking that
+// nobody else holds its object), may break its object, and gives it back or
+// discards it with giveBack and discard, checking that a second give-back
+// is refused.
+func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, discard func(Handle[*fakeObj]) error) {
 	o := h.Value()
 	if !o.held.CompareAndSwap(0, 1) {
 		t.Errorf("object %d handed to two callers", o.id)
@@ -182,15 +199,16 @@ func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 		o.broken.Store(true)
 	}
 	o.held.Store(0)
+	var err error
 	if rng.IntN(10) == 0 {
-		err = p.Discard(h)
+		err = discard(h)
 	} else {
-		err = p.GiveBack(h)
+		err = giveBack(h)
 	}
 	if err != nil {
 		t.Errorf("give back: %v", err)
 	}
-	if err := p.GiveBack(h); !errors.Is(err, ErrAlreadyReturned) {
+	if err := giveBack(h); !errors.Is(err, ErrAlreadyReturned) {
 		t.Errorf("second give back = %v, want ErrAlreadyReturned", err)
 	}
 }

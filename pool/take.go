@@ -86,7 +86,7 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 	for {
 		e := p.takeIdle()
 		if e != nil && e.kind == kindSlot { // create an object for whoever comes next
-			p.mailbox <- message[T]{kind: msgTake, slot: true} // the slot keeps the actor running
+			p.send(message[T]{kind: msgTake, slot: true}) // the slot keeps the actor running
 			return Handle[T]{}, ErrNoIdleObject
 		}
 		if e != nil {
@@ -105,7 +105,7 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 		}
 		if p.total.Load() < p.capacity.Load() {
 			select {
-			case p.mailbox <- message[T]{kind: msgTake}:
+			case p.mailbox <- message[T]{kind: msgTake, p: p}:
 			default: // the actor is busy; a later TryTake asks again
 			}
 		}
@@ -388,7 +388,7 @@ func (t *taker[T]) ask() error {
 		}
 		t.unqueue()
 		t.w = newWaiter[T](t.ctx, t.waitDeadline)
-		p.mailbox <- message[T]{kind: msgTake, w: t.w, slot: true} // the slot keeps the actor running
+		p.send(message[T]{kind: msgTake, w: t.w, slot: true}) // the slot keeps the actor running
 		return nil
 	}
 	if t.w != nil || t.queued {
@@ -397,7 +397,7 @@ func (t *taker[T]) ask() error {
 	if !t.full && p.queued.Load() == 0 && p.total.Load() < p.capacity.Load() {
 		w := newWaiter[T](t.ctx, t.waitDeadline)
 		select {
-		case p.mailbox <- message[T]{kind: msgTake, w: w}:
+		case p.mailbox <- message[T]{kind: msgTake, w: w, p: p}:
 			t.w = w
 			return nil
 		case <-p.done:
@@ -411,10 +411,14 @@ func (t *taker[T]) ask() error {
 	t.full = false
 	n := p.queued.Add(1)
 	t.queued = true
-	if n > int64(p.cfg.MaxQueueSize) && p.total.Load() >= p.capacity.Load() {
+	waiting, full := n, p.total.Load() >= p.capacity.Load()
+	if b := p.keyed; b != nil { // one queue limit for every key
+		waiting, full = b.queue(1), full || b.full()
+	}
+	if waiting > int64(p.cfg.MaxQueueSize) && full {
 		t.unqueue()
 		p.counters.queueFull.Add(1)
-		return &QueueFullError{Waiting: int(n - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: int(p.limit.Load())}
+		return &QueueFullError{Waiting: int(waiting - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: p.maxObjectsNow()}
 	}
 	if err := t.admit(int(n - 1)); err != nil {
 		t.unqueue()
@@ -437,7 +441,7 @@ func (t *taker[T]) cancelled() error {
 func (t *taker[T]) timedOut() error {
 	p := t.p
 	p.counters.acquireTimeout.Add(1)
-	return p.whileFailing(&AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: int(p.limit.Load()), Waiting: int(p.waiting.Load())})
+	return p.whileFailing(&AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.maxObjectsNow(), Waiting: int(p.waiting.Load())})
 }
 
 // whileFailing wraps err, the end of a wait, in a *WaitError naming the
@@ -453,6 +457,9 @@ func (p *Pool[T]) whileFailing(err error) error {
 func (t *taker[T]) unqueue() {
 	if t.queued {
 		t.queued = false
+		if b := t.p.keyed; b != nil {
+			b.queue(-1)
+		}
 		if t.p.queued.Add(-1) == 0 {
 			t.p.queueEmptied()
 		}

@@ -1,0 +1,587 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// The budget of a Keyed.
+//
+// Each key of a Keyed is a Pool of its own in every respect but two: its
+// actor does not run alone, and its slots come out of one budget. One
+// goroutine, the budget's loop (run), runs the actors of every key: they
+// share its mailbox, and each message names its pool (Pool.send), so the
+// loop hands it to that key's actor; the tick, the creation gates' timer and
+// garbage collections reach every key. So each key keeps the Pool's fast
+// paths (its shards, its queue channel, its waiting count) and its
+// decisions (creations, back-off, back-pressure, tests, MinIdle), and the
+// loop, which sees every key, makes the decisions that need them all.
+//
+// A key takes a slot only when its own capacity (its MaxObjects, or
+// back-pressure's limit) and the budget (the Keyed's MaxObjects across every
+// key) both have one free (actor.budgetFree). A request for a creation that
+// its key could serve but the budget cannot becomes a claim, and claims wait
+// in FIFO order across keys, whatever their key: every slot the budget
+// frees goes to the oldest claim (grant). Callers queued in a key for a
+// give-back (their key was at its own capacity) whose key then has room but
+// the budget none are claimed for too, one claim per caller, served by a
+// slot marker to the key's queue.
+//
+// While claims wait and no destruction under way will free a slot for each
+// (need), the budget is found among the other keys:
+//
+//   - an idle object of a key nobody of that key waits for, and which has
+//     more idle than its MinIdle, is evicted: the least recently used first
+//     (by the pool's coarse clock: ties go to the key with the most idle to
+//     spare), destroyed as DestroyEvicted;
+//   - an object given back to a key while claims wait goes to the loop
+//     (putIdle: a message, never on the fast path otherwise) and is
+//     destroyed as DestroyYielded, if nobody of its key waits for it and the
+//     key keeps its MinIdle, or if its key holds more than one object more
+//     than the key of the oldest claim: so a key under constant load cannot
+//     starve another of the budget, which flows from the key holding most
+//     to the one waiting until they hold about as many (max-min fairness).
+//     Otherwise it goes to its key's waiters, as in a Pool.
+//
+// The loop publishes whether claims wait unserved (starving) and, per key,
+// whether its give-backs should go to the loop (Pool.yields), so that a
+// give-back reads one atomic more than a Pool's while no claim waits.
+//
+// Every caller waiting for a give-back in any key, and every claim of a
+// caller, counts against the one MaxQueueSize.
+
+// claim is a request for a slot of the budget.
+type claim[T any] struct {
+	a *actor[T]
+	// w is the caller whose creation waits for the budget; nil: a slot for
+	// one of a's queued callers.
+	w *waiter[T]
+}
+
+// budget is what the keys of a Keyed share, and the loop that runs their
+// actors.
+type budget[T any] struct {
+	// Immutable.
+	max, maxQueue int
+	interval      time.Duration
+	clk           Clock
+	sysClock      bool
+	hook          func(string) // tests only: called after each event is handled
+	forget        func(*Pool[T])
+	retire        func(*Pool[T])
+
+	mailbox      chan message[T]
+	keyClosed    chan struct{} // a key began closing (buffered 1)
+	closing      chan struct{} // closed by Keyed.StartClose
+	closeStarted chan struct{} // closed by the loop once every key is closing
+	done         chan struct{} // closed by the loop when the last key is gone
+
+	adds atomic.Int64 // keys added (their msgAddKey sent); written under the Keyed's lock
+
+	// The loop's.
+	keys         []*actor[T]
+	actors       map[*Pool[T]]*actor[T]
+	registered   int64 // keys whose msgAddKey has arrived
+	total        int   // slots taken by every key
+	claims       []claim[T]
+	callerClaims int  // claims of callers (w != nil)
+	freed        bool // a slot was freed since the last settle: refill every key
+	gatesChanged bool // a key's gate was held or released: arm gateTimer again
+	gateTimer    Timer
+	gateC        <-chan time.Time
+	gateAt       int64
+	closingAll   bool
+
+	// Published by the loop.
+	totalNow atomic.Int64
+	starving atomic.Bool  // claims wait that no destruction under way will serve
+	waiters  atomic.Int64 // callerClaims
+
+	// Written by callers: those waiting for a give-back in every key.
+	queued atomic.Int64
+}
+
+func newBudget[T any](cfg keyedDefaults, hook func(string)) *budget[T] {
+	_, sys := cfg.clock.(SystemClock)
+	return &budget[T]{
+		max:          cfg.maxObjects,
+		maxQueue:     cfg.maxQueue,
+		interval:     cfg.interval,
+		clk:          cfg.clock,
+		sysClock:     sys,
+		hook:         hook,
+		mailbox:      make(chan message[T], mailboxSize),
+		keyClosed:    make(chan struct{}, 1),
+		closing:      make(chan struct{}),
+		closeStarted: make(chan struct{}),
+		done:         make(chan struct{}),
+		actors:       make(map[*Pool[T]]*actor[T]),
+	}
+}
+
+func (b *budget[T]) clock() int64 { return readClock(b.sysClock, b.clk) }
+
+// run is the loop: it runs every key's actor, and the budget's decisions
+// after every event.
+func (b *budget[T]) run() {
+	ticker := b.clk.NewTicker(b.interval)
+	defer ticker.Stop()
+	closing := b.closing
+	for {
+		var ev string
+		select {
+		case m := <-b.mailbox:
+			ev = b.handle(m)
+		case <-ticker.C():
+			now := b.clock()
+			for _, a := range b.keys {
+				a.tick(now)
+			}
+			ev = "tick"
+		case <-b.gateC:
+			b.gateC, b.gateAt = nil, 0
+			now := b.clock()
+			for _, a := range b.keys {
+				if a.gate.held && a.gate.retryAt <= now {
+					a.onRetryDue()
+				}
+			}
+			b.gatesChanged = true
+			ev = "retry"
+		case <-b.keyClosed:
+			b.startCloses()
+			ev = "close"
+		case <-closing:
+			closing = nil // handled once
+			b.closingAll = true
+			b.startCloses()
+			close(b.closeStarted)
+			ev = "close"
+		}
+		b.settle()
+		if b.hook != nil {
+			b.hook(ev)
+		}
+		b.finishKeys()
+		if b.closingAll && len(b.keys) == 0 && b.registered == b.adds.Load() {
+			b.stopGateTimer()
+			close(b.done)
+			return
+		}
+	}
+}
+
+func (b *budget[T]) handle(m message[T]) string {
+	switch m.kind {
+	case msgGC:
+		for _, a := range b.keys {
+			a.watchLeases()
+		}
+		return "gc"
+	case msgAddKey:
+		b.register(m.p)
+		return "add"
+	}
+	a := b.actors[m.p]
+	if a == nil {
+		// A key gone (closed, and every object destroyed) still hears from
+		// callers that saw it open: a request for a creation, a poke. As a
+		// Pool's actor would, had it waited: the pool is closed.
+		if m.w != nil {
+			m.w.deliver(created[T]{err: ErrClosed})
+		}
+		return "gone"
+	}
+	if m.kind == msgYield {
+		b.onYield(a, m.e)
+		return "yield"
+	}
+	return a.handle(m)
+}
+
+// register makes p, a new key, one of the loop's.
+func (b *budget[T]) register(p *Pool[T]) {
+	a := newActor(p, nil)
+	b.keys = append(b.keys, a)
+	b.actors[p] = a
+	b.registered++
+	a.needRefill = true
+	if p.closed.Load() { // closed before its message arrived
+		a.startClose()
+	}
+}
+
+// startCloses starts closing every key whose pool has been closed.
+func (b *budget[T]) startCloses() {
+	for _, a := range b.keys {
+		if !a.closing && a.p.closed.Load() {
+			a.startClose()
+		}
+	}
+}
+
+// finishKeys lets go of the keys that have finished closing.
+func (b *budget[T]) finishKeys() {
+	kept := b.keys[:0]
+	for _, a := range b.keys {
+		if !a.closing || a.total > 0 {
+			kept = append(kept, a)
+			continue
+		}
+		a.p.wg.Wait() // every goroutine of the key has sent its last message
+		close(a.p.done)
+		delete(b.actors, a.p)
+		b.retire(a.p)
+	}
+	clear(b.keys[len(kept):])
+	b.keys = kept
+}
+
+// settle does what follows every event, for the budget and then for every
+// key: claims first, in their order, then each key's queued callers, then
+// MinIdle, then the budget found for the claims left.
+func (b *budget[T]) settle() {
+	if b.freed {
+		b.freed = false
+		for _, a := range b.keys {
+			a.needRefill = true
+		}
+	}
+	b.purge()
+	b.grant()
+	for _, a := range b.keys {
+		a.publishCapacity()
+		a.offerSlots()
+	}
+	for _, a := range b.keys {
+		if a.needRefill {
+			a.needRefill = false
+			a.refill()
+		}
+	}
+	if b.total >= b.max {
+		b.claimQueued()
+	}
+	b.evict()
+	b.grant() // evict may have found slot markers to take back
+	for _, a := range b.keys {
+		a.publishCapacity()
+		a.p.wakeIfNeeded()
+	}
+	b.publish()
+	b.armGates()
+}
+
+// setTotal sets the slots taken by every key; actor.setTotal calls it.
+func (b *budget[T]) setTotal(n int) {
+	if n < b.total {
+		b.freed = true
+	}
+	b.total = n
+	b.totalNow.Store(int64(n))
+}
+
+// full reports whether every slot of the budget is taken.
+func (b *budget[T]) full() bool { return b.totalNow.Load() >= int64(b.max) }
+
+// queue adds d to the callers waiting for a give-back and returns how many
+// callers wait now against MaxQueueSize: those and the callers' claims.
+func (b *budget[T]) queue(d int64) int64 { return b.queued.Add(d) + b.waiters.Load() }
+
+// starve makes w's request for a creation in a's key, which the key could
+// serve but the budget cannot, a claim; or refuses it when MaxQueueSize
+// callers wait already.
+func (b *budget[T]) starve(a *actor[T], w *waiter[T]) {
+	if n := int(b.queued.Load()) + b.callerClaims; n >= b.maxQueue {
+		a.p.counters.queueFull.Add(1)
+		w.deliver(created[T]{err: &QueueFullError{Waiting: n, MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
+		return
+	}
+	b.claims = append(b.claims, claim[T]{a: a, w: w})
+	b.callerClaims++
+}
+
+// unserved is how many of a's queued callers may have a slot of the
+// budget: none while the key is at its own capacity (they wait for its
+// give-backs), else those not offered one yet.
+func (a *actor[T]) unserved() int {
+	if a.closing || a.total >= a.capacity() {
+		return 0
+	}
+	return max(0, int(a.p.queued.Load())-a.offered)
+}
+
+// claimQueued claims a slot for each queued caller of a key that has room
+// while the budget has none.
+func (b *budget[T]) claimQueued() {
+	for _, a := range b.keys {
+		for n := a.unserved(); a.claimed < n; a.claimed++ {
+			b.claims = append(b.claims, claim[T]{a: a})
+		}
+	}
+}
+
+// purge drops the claims nobody needs any more: of callers that have left
+// (or been served by a give-back) or whose key is closing (those are told),
+// and a key's claims beyond its unserved queued callers, newest first.
+func (b *budget[T]) purge() {
+	for _, a := range b.keys {
+		a.excessClaims = max(0, a.claimed-a.unserved())
+	}
+	drop := func(c claim[T]) bool {
+		if c.w == nil {
+			if c.a.excessClaims == 0 {
+				return false
+			}
+			c.a.excessClaims--
+			c.a.claimed--
+			return true
+		}
+		switch {
+		case c.w.state.Load() != waiterWaiting:
+		case c.a.closing:
+			c.w.deliver(created[T]{err: ErrClosed})
+		default:
+			return false
+		}
+		b.callerClaims--
+		return true
+	}
+	n := 0
+	for i := len(b.claims) - 1; i >= 0; i-- { // newest first
+		if drop(b.claims[i]) {
+			b.claims[i] = claim[T]{}
+			n++
+		}
+	}
+	if n > 0 {
+		kept := b.claims[:0]
+		for _, c := range b.claims {
+			if c.a != nil {
+				kept = append(kept, c)
+			}
+		}
+		clear(b.claims[len(kept):])
+		b.claims = kept
+	}
+}
+
+// grant gives the budget's free slots to the claims, oldest first.
+func (b *budget[T]) grant() {
+	for len(b.claims) > 0 && b.total < b.max {
+		c := b.claims[0]
+		b.claims[0] = claim[T]{}
+		b.claims = b.claims[1:]
+		a := c.a
+		if c.w == nil {
+			a.claimed--
+			if a.unserved() > 0 {
+				a.offerSlot()
+			}
+			continue
+		}
+		b.callerClaims--
+		switch {
+		case c.w.state.Load() != waiterWaiting:
+		case a.total >= a.capacity(): // its key filled up meanwhile
+			c.w.deliver(created[T]{full: true})
+		default:
+			a.setTotal(a.total + 1)
+			a.pending = append(a.pending, request[T]{w: c.w, reserved: true})
+			a.startCreates()
+		}
+	}
+	if len(b.claims) == 0 {
+		b.claims = b.claims[:0:0] // let the array go: claims come in bursts
+	}
+}
+
+// need is how many claims no destruction under way will serve.
+func (b *budget[T]) need() int {
+	n := len(b.claims)
+	for _, a := range b.keys {
+		n -= int(a.p.destroying.Load())
+	}
+	return n
+}
+
+// evict destroys idle objects of other keys, least recently used first,
+// for the claims no destruction under way will serve.
+func (b *budget[T]) evict() {
+	for b.need() > 0 {
+		e, a := b.leastRecentlyUsed()
+		if e == nil {
+			return
+		}
+		a.p.destroy(e, DestroyEvicted)
+	}
+}
+
+// leastRecentlyUsed takes out of its shard, and returns, the idle object
+// given back longest ago among the keys that may spare one: not closing,
+// nobody of the key waiting, more idle than the key's MinIdle. Ties go to
+// the key with the most to spare. It returns nil if there is none.
+func (b *budget[T]) leastRecentlyUsed() (*entry[T], *actor[T]) {
+	for range 3 { // an entry taken meanwhile by its key's caller: look again
+		var (
+			best      *entry[T]
+			bestSince int64
+			bestKey   *actor[T]
+			bestShard int
+			bestSpare int
+		)
+		for _, a := range b.keys {
+			p := a.p
+			if a.closing || p.closed.Load() || p.waiting.Load() != 0 {
+				continue
+			}
+			a.shelveQueued()
+			spare := p.idleCount() - p.cfg.MinIdle
+			if spare <= 0 {
+				continue
+			}
+			for i := range p.idle.shards {
+				e, since := p.idle.shards[i].bottom()
+				if e != nil && (best == nil || since < bestSince || (since == bestSince && spare > bestSpare)) {
+					best, bestSince, bestKey, bestShard, bestSpare = e, since, a, i, spare
+				}
+			}
+		}
+		if best == nil {
+			return nil, nil
+		}
+		if bestKey.p.idle.shards[bestShard].removeBottom(best) {
+			return best, bestKey
+		}
+	}
+	return nil, nil
+}
+
+// shelveQueued moves the idle objects left in the key's queue channel by
+// callers that have stopped waiting to its shards, where eviction finds
+// them, and takes back the slot markers left there.
+func (a *actor[T]) shelveQueued() {
+	p := a.p
+	for n := len(p.queue); n > 0; n-- {
+		select {
+		case e := <-p.queue:
+			switch e.kind {
+			case kindWake:
+				p.queue <- e
+			case kindSlot:
+				a.takeBackSlot()
+			default:
+				p.pushIdle(e)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// yielding reports whether p's give-backs go to the loop (putIdle): claims
+// wait, and nobody of the key waits or the key holds more than its share.
+func (b *budget[T]) yielding(p *Pool[T]) bool {
+	return b.starving.Load() && (p.waiting.Load() == 0 || p.yields.Load())
+}
+
+// onYield decides the fate of e, given back to a's key while claims waited
+// (see the comment at the top).
+func (b *budget[T]) onYield(a *actor[T], e *entry[T]) {
+	p := a.p
+	b.purge()
+	switch {
+	case a.closing || p.closed.Load():
+		p.destroy(e, DestroyClosed)
+	case b.yieldFrom(a):
+		p.destroy(e, DestroyYielded)
+	default:
+		p.pushIdle(e)
+	}
+}
+
+// yieldFrom reports whether an object given back to a's key goes to the
+// oldest claim.
+func (b *budget[T]) yieldFrom(a *actor[T]) bool {
+	if b.need() <= 0 {
+		return false
+	}
+	head := b.claims[0].a
+	if head == a {
+		return false
+	}
+	if a.p.waiting.Load() == 0 {
+		return a.p.idleCount() >= a.p.cfg.MinIdle
+	}
+	return a.total > head.total+1
+}
+
+// publish stores what callers read of the budget.
+func (b *budget[T]) publish() {
+	need := b.need()
+	if starving := need > 0; b.starving.Load() != starving {
+		b.starving.Store(starving)
+	}
+	b.waiters.Store(int64(b.callerClaims))
+	var head *actor[T]
+	if len(b.claims) > 0 {
+		head = b.claims[0].a
+	}
+	for _, a := range b.keys {
+		y := need > 0 && a != head && a.total > head.total+1
+		if a.p.yields.Load() != y { // stored only when it changes: callers read it
+			a.p.yields.Store(y)
+		}
+	}
+}
+
+// armGates sets the one timer of every key's creation gate to the earliest
+// retry due.
+func (b *budget[T]) armGates() {
+	if !b.gatesChanged {
+		return
+	}
+	b.gatesChanged = false
+	var at int64
+	for _, a := range b.keys {
+		if g := &a.gate; g.held && (at == 0 || g.retryAt < at) {
+			at = g.retryAt
+		}
+	}
+	if at == b.gateAt && b.gateC != nil {
+		return
+	}
+	b.stopGateTimer()
+	if at == 0 {
+		return
+	}
+	b.gateTimer = b.clk.NewTimer(time.Duration(at - b.clock()))
+	b.gateC, b.gateAt = b.gateTimer.C(), at
+}
+
+func (b *budget[T]) stopGateTimer() {
+	if b.gateTimer != nil {
+		b.gateTimer.Stop()
+	}
+	b.gateTimer, b.gateC, b.gateAt = nil, nil, 0
+}
+
+// keyClosing is called once by p's StartClose: the Keyed forgets the key,
+// and the loop starts closing it.
+func (b *budget[T]) keyClosing(p *Pool[T]) {
+	b.forget(p)
+	select {
+	case b.keyClosed <- struct{}{}:
+	default: // the loop has yet to look: it will see p too
+	}
+}
+
+// maxObjectsNow is the most objects p may have now: its effective
+// MaxObjects, and in a Keyed no more than the budget.
+func (p *Pool[T]) maxObjectsNow() int {
+	n := int(p.limit.Load())
+	if b := p.keyed; b != nil {
+		n = min(n, b.max)
+	}
+	return n
+}

@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/respool/respool/factory"
+)
+
+// keyedHarness is a Keyed on a fake clock whose keys share one fake factory
+// (unless given their own), so that f.live counts the objects of every key.
+type keyedHarness struct {
+	t   *testing.T
+	f   *fakeFactory
+	clk *fakeClock
+	ev  *events
+	log *logBuffer
+	k   *Keyed[string, *fakeObj]
+}
+
+// newKeyedHarness starts a Keyed with cfg on a fake clock. When the test
+// ends it closes the Keyed and waits until every object is destroyed.
+func newKeyedHarness(t *testing.T, cfg KeyedConfig[string, *fakeObj]) *keyedHarness {
+	t.Helper()
+	h := &keyedHarness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
+	cfg.Clock = h.clk
+	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	k, err := newKeyed(cfg, h.ev.hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.k = k
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := k.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		waitUntil(t, "every object is destroyed after Close", func() bool { return h.f.live.Load() == 0 })
+	})
+	return h
+}
+
+// add adds key on the shared factory.
+func (h *keyedHarness) add(key string, cfg Config) *Pool[*fakeObj] {
+	h.t.Helper()
+	return h.addOf(key, h.f, cfg)
+}
+
+// addOf adds key on factory f.
+func (h *keyedHarness) addOf(key string, f factory.Factory[*fakeObj], cfg Config) *Pool[*fakeObj] {
+	h.t.Helper()
+	p, err := h.k.Add(key, f, cfg)
+	if err != nil {
+		h.t.Fatalf("Add(%q): %v", key, err)
+	}
+	h.ev.wait(h.t, "add", 1)
+	return p
+}
+
+func (h *keyedHarness) take(key string) Handle[*fakeObj] {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hd, err := h.k.Take(ctx, key)
+	if err != nil {
+		h.t.Fatalf("Take(%q): %v", key, err)
+	}
+	return hd
+}
+
+func (h *keyedHarness) giveBack(hd Handle[*fakeObj]) {
+	h.t.Helper()
+	if err := h.k.GiveBack(hd); err != nil {
+		h.t.Fatalf("GiveBack: %v", err)
+	}
+}
+
+// takeAsync starts a Take of key with ctx and returns where its result
+// arrives.
+func (h *keyedHarness) takeAsync(ctx context.Context, key string) chan takeResult {
+	ch := make(chan takeResult, 1)
+	go func() {
+		hd, err := h.k.Take(ctx, key)
+		ch <- takeResult{hd, err}
+	}()
+	return ch
+}
+
+// claim starts a Take of key that waits for the budget, and returns once
+// the loop holds its claim: n callers wait for the budget then.
+func (h *keyedHarness) claim(key string, n int) chan takeResult {
+	h.t.Helper()
+	ch := h.takeAsync(context.Background(), key)
+	waitUntil(h.t, "a Take waits for the budget", func() bool { return h.k.Stats().WaitingForBudget == n })
+	return ch
+}
+
+// queued starts a Take of key that queues for a give-back of its key (at
+// its own MaxObjects), and returns once it waits: n callers of the key
+// queued then.
+func (h *keyedHarness) queued(key string, n int) chan takeResult {
+	h.t.Helper()
+	ch := h.takeAsync(context.Background(), key)
+	waitUntil(h.t, "a Take queues", func() bool { return h.k.Pool(key).Stats().Queued == n && blockedInTake(1) })
+	return ch
+}
+
+// result waits for a Take's result.
+func (h *keyedHarness) result(ch chan takeResult) takeResult {
+	h.t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		h.t.Fatalf("Take did not return; stats %+v", h.k.Stats())
+		return takeResult{}
+	}
+}
+
+// served waits for a Take's result and fails the test unless it is an
+// object.
+func (h *keyedHarness) served(ch chan takeResult) Handle[*fakeObj] {
+	h.t.Helper()
+	r := h.result(ch)
+	if r.err != nil {
+		h.t.Fatalf("Take: %v", r.err)
+	}
+	return r.h
+}
+
+// destroyed waits until key has destroyed n objects for reason r.
+func (h *keyedHarness) destroyed(key string, r DestroyReason, n uint64) {
+	h.t.Helper()
+	waitUntil(h.t, "objects of "+key+" destroyed as "+r.String(), func() bool {
+		return h.k.Stats().Keys[key].Destroyed(r) == n
+	})
+}
+
+// destroyedIDs returns the ids of the objects destroyed, in order.
+func (f *fakeFactory) destroyedIDs() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.destroyed...)
+}

@@ -1,0 +1,152 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestKeyedStressInvariants is TestStressInvariants for a Keyed: many
+// goroutines take, try-take, give back, discard and cancel on three keys
+// whose caps add up to more than the budget, on one factory that fails now
+// and then, while one key is closed and added again, then close the Keyed
+// while they run. After every step: never more objects alive than the
+// budget, no object held by two callers, every Take returns; after Close,
+// nothing is alive.
+func TestKeyedStressInvariants(t *testing.T) {
+	fast := BackoffConfig{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}
+	for _, v := range []struct {
+		name   string
+		cfg    Config
+		failer func(call, live int64) error
+	}{
+		{"backoff", Config{CreateBackoff: fast}, everyFifth},
+		{"backoff-off", Config{CreateBackoff: BackoffConfig{Disabled: true}}, everyFifth},
+		{"back-pressure", Config{CreateBackoff: fast, BackPressure: stressBackPressure}, func(call, live int64) error {
+			if live >= keyedStressBudget-1 || call%7 == 0 { // the server takes 3 at most
+				return errServerFull
+			}
+			return nil
+		}},
+		{"codel", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 200 * time.Microsecond, Interval: time.Millisecond}}, everyFifth},
+	} {
+		t.Run(v.name, func(t *testing.T) { keyedStressInvariants(t, v.cfg, v.failer) })
+	}
+}
+
+const keyedStressBudget = 4
+
+var keyedStressKeys = []struct {
+	key               string
+	maxObjects, idles int
+}{{"a", 3, 1}, {"b", 4, 0}, {"c", 2, 0}}
+
+func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int64) error) {
+	const (
+		workers = 16
+		ops     = 2000
+	)
+	f := &fakeFactory{}
+	f.testFn = func(o *fakeObj) error {
+		if o.id%7 == 0 {
+			return errors.New("test failed")
+		}
+		return nil
+	}
+	cf := &failingFactory{fakeFactory: f, fail: failer}
+	k, err := NewKeyed(KeyedConfig[string, *fakeObj]{
+		MaxObjects:         keyedStressBudget,
+		MaxQueueSize:       12,
+		ValidationInterval: time.Millisecond, // real ticks: tests run concurrently with everything
+		Logger:             slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConcurrentCreates = 2
+	cfg.AcquireTimeout = 1500 * time.Microsecond
+	cfg.MaxLifetime = 5 * time.Millisecond
+	cfg.TestTimeout = time.Second
+	add := func(i int) {
+		c := cfg
+		c.MaxObjects, c.MinIdle = keyedStressKeys[i].maxObjects, keyedStressKeys[i].idles
+		if _, err := k.Add(keyedStressKeys[i].key, cf, c); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Add: %v", err)
+		}
+	}
+	for i := range keyedStressKeys {
+		add(i)
+	}
+
+	var wg sync.WaitGroup
+	var closeOnce sync.Once
+	closed := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer closeOnce.Do(func() { close(closed) }) // should the worker stop early
+			rng := rand.New(rand.NewPCG(uint64(w), 2))
+			for i := range ops {
+				switch {
+				case w == 0 && i == ops/2:
+					closeOnce.Do(func() { close(closed) })
+				case w == 1 && i == ops/4: // close c and add it again
+					if p := k.Pool("c"); p != nil {
+						p.StartClose()
+					}
+					add(2)
+				}
+				keyedStressStep(t, k, rng)
+				if live := f.live.Load(); live > keyedStressBudget {
+					t.Errorf("%d objects alive, budget %d", live, keyedStressBudget)
+					return
+				}
+				if s := k.Stats(); s.Total > keyedStressBudget {
+					t.Errorf("stats: total %d, budget %d", s.Total, keyedStressBudget)
+					return
+				}
+			}
+		}()
+	}
+	<-closed
+	closeAfterStress(t, k.Close, &wg, f, keyedStressBudget)
+	s := k.Stats()
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, overloaded %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.Overloaded, s.Destroys)
+}
+
+func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
+	key := keyedStressKeys[rng.IntN(len(keyedStressKeys))].key
+	var h Handle[*fakeObj]
+	var err error
+	if rng.IntN(5) == 0 {
+		h, err = k.TryTake(key)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(2000))*time.Microsecond)
+		if rng.IntN(10) == 0 {
+			cancel() // already cancelled
+		}
+		h, err = k.Take(ctx, key)
+		cancel()
+	}
+	if err != nil {
+		var ce *CreateError
+		switch {
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
+			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded),
+			errors.Is(err, ErrUnknownKey): // c between its close and its return
+		default:
+			t.Errorf("Take: unexpected error %v", err)
+		}
+		return
+	}
+	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
+		t.Errorf("Take(%q) handed out an object of %s", key, h.e.pool.cfg.Name)
+	}
+	holdAndReturn(t, rng, h, k.GiveBack, k.Discard)
+}
