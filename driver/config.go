@@ -108,8 +108,9 @@ type Config struct {
 	// CancelRequestContextWatcherHandler) and keeps the connection, which
 	// the server has freed, instead of closing it while the server still
 	// runs the statement. The call returns once the server has stopped the
-	// statement (pgconn adds 100ms, so that the cancel cannot reach the
-	// next statement), or after CancelWait, when the connection is closed.
+	// statement (without pgconn's fixed 100ms pause: a cancel that reaches
+	// the session late is absorbed by a ping before the connection's next
+	// use), or after CancelWait, when the connection is closed.
 	// The caller's error matches its context's (errors.Is(err,
 	// context.DeadlineExceeded)) and the server's 57014 query_canceled.
 	// Off: pgx's default, the connection is closed at once.
