@@ -94,6 +94,39 @@ type Config struct {
 	// (respool_close_timeout). Zero means no wait: Close returns at once and
 	// they are closed as they come back. Negative is refused.
 	CloseTimeout time.Duration
+
+	// The two waits below keep a connection whose statement was cancelled
+	// counted against Pool.MaxObjects until the server has ended that
+	// statement, so that the server never sees more sessions than the
+	// pool's maximum. They apply to connections respool makes from a pgx or
+	// go-sql-driver/mysql DSN (not to a Connector's). Zero means the
+	// default; negative turns the wait off.
+
+	// CancelWait (respool_cancel_wait, default DefaultCancelWait): when the
+	// context of a pgx statement ends, respool asks PostgreSQL to cancel
+	// the statement (a cancel request, pgconn's
+	// CancelRequestContextWatcherHandler) and keeps the connection, which
+	// the server has freed, instead of closing it while the server still
+	// runs the statement. The call returns once the server has stopped the
+	// statement (without pgconn's fixed 100ms pause: a cancel that reaches
+	// the session late is absorbed by a ping before the connection's next
+	// use), or after CancelWait, when the connection is closed.
+	// The caller's error matches its context's (errors.Is(err,
+	// context.DeadlineExceeded)) and the server's 57014 query_canceled.
+	// Off: pgx's default, the connection is closed at once.
+	CancelWait time.Duration
+	// SessionEndWait (respool_session_end_wait, default
+	// DefaultSessionEndWait): a connection closed by the pool keeps its slot
+	// until the server has ended its session (it closes its end of the
+	// socket), for at most SessionEndWait. go-sql-driver/mysql closes a
+	// connection whose context ended while the server still runs its
+	// statement; the session ends when the statement does. Off: the slot is
+	// freed when the real driver's Close returns. For a go-sql-driver/mysql
+	// DSN, respool dials the server itself (tcp, tcp6, tcp4 and unix; as
+	// the driver does, with TCP keep-alive), so a dial function registered
+	// with mysql.RegisterDialContext for those networks is not used: turn
+	// the wait off to keep one.
+	SessionEndWait time.Duration
 }
 
 // Validate reports the first problem of c: neither DriverName nor Connector

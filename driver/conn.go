@@ -121,7 +121,10 @@ func (c *conn) check(err error) error {
 	return err
 }
 
-func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
+// isBadConn reports an error after which the connection must not be reused.
+func isBadConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, ErrStatementLost)
+}
 
 // attach takes a connection from the pool for database/sql reusing the
 // shell. A failed take (queue full, AcquireTimeout, context ended, pool
@@ -221,6 +224,7 @@ func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
 	var s driver.Stmt
 	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
 		s, err = pc.PrepareContext(ctx, query)
+		err = contextStopped(ctx, err)
 	} else if err = ctx.Err(); err == nil {
 		s, err = c.inner.Prepare(query)
 	}
@@ -282,7 +286,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
+	mark := c.pc.sentMark()
 	r, err := ec.ExecContext(ctx, query, args)
+	err = c.pc.statementErr(ctx, mark, err)
 	c.c.guard.Exit(ctx, p, err)
 	return r, c.check(err)
 }
@@ -301,7 +307,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
+	mark := c.pc.sentMark()
 	r, err := qc.QueryContext(ctx, query, args)
+	err = c.pc.statementErr(ctx, mark, err)
 	c.c.guard.Exit(ctx, p, err)
 	if err != nil {
 		return nil, c.check(err)

@@ -108,10 +108,13 @@ func baseConnector(cfg Config) (driver.Connector, error) {
 	if cfg.Connector != nil {
 		return cfg.Connector, nil
 	}
+	secrets := secretsOf(cfg.DSN)
+	if base, ok := dialedConnector(cfg); ok { // pgx and mysql: see dialed.go
+		return &redactingConnector{Connector: base, secrets: secrets}, nil
+	}
 	// sql.Open is the only way to reach a registered driver by name; for a
 	// driver with DriverContext it calls OpenConnector, whose error may
 	// quote the DSN.
-	secrets := secretsOf(cfg.DSN)
 	db, err := sql.Open(cfg.DriverName, cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, redactError(err, secrets))

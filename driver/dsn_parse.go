@@ -41,6 +41,8 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 //	respool_test_timeout            Pool.TestTimeout           duration > 0
 //	respool_validation_interval     Pool.ValidationInterval    duration > 0
 //	respool_close_timeout           CloseTimeout               duration ≥ 0
+//	respool_cancel_wait             CancelWait                 duration > 0, or off (-1)
+//	respool_session_end_wait        SessionEndWait             duration > 0, or off (-1)
 //	respool_test_query              TestQuery                  string
 //	respool_init_sql                InitSQL                    SQL statement; once per statement
 //	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0

@@ -22,6 +22,10 @@ type physConn struct {
 	// Destroy, which the pool may call from another goroutine when it
 	// reclaims the connection as leaked (see conn.reclaim).
 	shell atomic.Pointer[conn]
+
+	// wire is the connection's socket when respool dialed it (pgx and
+	// go-sql-driver/mysql from a DSN; see wireConn); nil otherwise.
+	wire *wireConn
 }
 
 // physFactory is the pool's factory: factory.Connector's life cycle applied
@@ -40,13 +44,16 @@ var (
 )
 
 // Create makes a connection through the guard's creation path (retry,
-// breaker, pause, connect-rate limiter: see dbguard.Connect).
+// breaker, pause, connect-rate limiter: see dbguard.Connect), with a
+// dialLog in its context for respool's dial function (see wireDial) to
+// record the sockets of its attempts in.
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
+	ctx, dials := withDialLog(ctx)
 	c, err := dbguard.Connect(ctx, f.guard, f.real.Create)
 	if err != nil {
 		return nil, err
 	}
-	return &physConn{Conn: c}, nil
+	return &physConn{Conn: c, wire: dials.adopt()}, nil
 }
 
 func (f physFactory) Validate(c driver.Conn) error { return f.real.Validate(c.(*physConn).Conn) }
@@ -59,17 +66,28 @@ func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
 	return f.real.Test(ctx, pc.Conn)
 }
 
-// Destroy closes the real connection. A connection still attached to a conn
-// is one the pool reclaims as leaked (its Handle was lost with the rows that
-// held it; a conn gives a connection back before it detaches): the conn is
-// told, and the connection closed under its lock.
+// Destroy closes the real connection, then, for a connection respool
+// dialed, waits until the server has ended the session (wireConn
+// .awaitSessionEnd, bounded by Config.SessionEndWait): the pool frees the
+// connection's slot when Destroy returns, so that a session the server
+// still runs (a cancelled statement go-sql-driver/mysql walked away from)
+// counts against the pool's maximum until it ends.
+//
+// A connection still attached to a conn is one the pool reclaims as leaked
+// (its Handle was lost with the rows that held it; a conn gives a connection
+// back before it detaches): the conn is told, and the connection closed
+// under its lock.
 func (f physFactory) Destroy(c driver.Conn) error {
 	pc := c.(*physConn)
 	closeConn := func() error { return f.real.Destroy(pc.Conn) }
+	var err error
 	if shell := pc.shell.Load(); shell != nil {
-		return shell.reclaim(pc, closeConn)
+		err = shell.reclaim(pc, closeConn)
+	} else {
+		err = closeConn()
 	}
-	return closeConn()
+	pc.wire.awaitSessionEnd()
+	return err
 }
 
 // LifecycleHooks makes the pool check each connection it takes from idle
@@ -95,8 +113,10 @@ func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
 // caller's goroutine, with the caller's context bounded by the pool's
 // TestTimeout: the real driver's ResetSession checks it (pgx pings one that
 // idled and refuses one left inside a transaction; go-sql-driver/mysql
-// notices one the server closed), then the statements no longer wanted on
-// it are closed (stmtRegistry), then the Config's BeforeAcquire checks it. A
+// notices one the server closed), then a connection respool asked the
+// server to cancel a statement on is pinged (absorbStrayCancel), then the
+// statements no longer wanted on it are closed (stmtRegistry), then the
+// Config's BeforeAcquire checks it. A
 // connection refused is destroyed and the pool looks for another; a
 // connection just made for the caller is not checked, as database/sql
 // resets only connections it reuses. Unlike database/sql, which discards a
@@ -106,6 +126,11 @@ func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
 	if err := factory.ResetSession(ctx, pc.Conn); err != nil {
 		return err
+	}
+	if pc.wire != nil && pc.wire.cancelSent.Swap(false) {
+		if err := absorbStrayCancel(ctx, pc.Conn); err != nil {
+			return err
+		}
 	}
 	pc.stmts.dropUnwanted(f.stmts)
 	if f.hooks.beforeAcquire != nil {

@@ -75,8 +75,10 @@ func (s *stmt) execValues(ctx context.Context, args []driver.Value) (driver.Resu
 	if err != nil {
 		return nil, err
 	}
+	mark := s.c.pc.sentMark()
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Exec(args)
+	err = s.c.pc.statementErr(ctx, mark, err)
 	s.c.c.guard.Exit(ctx, p, err)
 	return r, s.c.check(err)
 }
@@ -99,8 +101,10 @@ func (s *stmt) queryValues(ctx context.Context, args []driver.Value) (driver.Row
 	if err != nil {
 		return nil, err
 	}
+	mark := s.c.pc.sentMark()
 	//lint:ignore SA1019 the wrapped driver has nothing newer
 	r, err := inner.Query(args)
+	err = s.c.pc.statementErr(ctx, mark, err)
 	s.c.c.guard.Exit(ctx, p, err)
 	if err != nil {
 		return nil, s.c.check(err)
@@ -120,7 +124,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		if err != nil {
 			return nil, err
 		}
+		mark := s.c.pc.sentMark()
 		r, err := ec.ExecContext(ctx, args)
+		err = s.c.pc.statementErr(ctx, mark, err)
 		s.c.c.guard.Exit(ctx, p, err)
 		return r, s.c.check(err)
 	}
@@ -143,7 +149,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		if err != nil {
 			return nil, err
 		}
+		mark := s.c.pc.sentMark()
 		r, err := qc.QueryContext(ctx, args)
+		err = s.c.pc.statementErr(ctx, mark, err)
 		s.c.c.guard.Exit(ctx, p, err)
 		if err != nil {
 			return nil, s.c.check(err)

@@ -1,9 +1,15 @@
 package driver
 
-import "database/sql/driver"
+import (
+	"context"
+	"database/sql/driver"
+)
 
 // tx is the real driver's transaction, watched for driver.ErrBadConn so
-// that a connection that died in Commit or Rollback is not reused.
+// that a connection that died in Commit or Rollback is not reused. A
+// driver.ErrBadConn after COMMIT or ROLLBACK was sent becomes
+// ErrStatementLost, as for any statement: whoever reads it (RunInTx) must
+// not take it for a transaction that certainly did not commit.
 type tx struct {
 	c     *conn
 	inner driver.Tx
@@ -19,5 +25,10 @@ func (t tx) end(f func() error) error {
 	if t.c.reclaimed {
 		return errReclaimed
 	}
-	return t.c.check(f())
+	pc := t.c.pc
+	if pc == nil { // detached: the real transaction reports it
+		return t.c.check(f())
+	}
+	mark := pc.sentMark()
+	return t.c.check(pc.statementErr(context.Background(), mark, f()))
 }

@@ -86,13 +86,16 @@ func (p *cutProxy) forward(client net.Conn) {
 		if n > 0 {
 			marked := bytes.Contains(buf[:n], p.marker)
 			if marked {
+				// Counted before it is forwarded: the client may see the
+				// cut (the answer's reader closes its side) before this
+				// goroutine runs again.
+				p.cuts.Add(1)
 				cut.Store(true)
 			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
 			}
 			if marked {
-				p.cuts.Add(1)
 				return // the deferred closes cut both sides
 			}
 		}

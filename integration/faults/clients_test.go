@@ -19,6 +19,9 @@ import (
 // poolSize is every client's pool size.
 const poolSize = 10
 
+// poolKeys are the respool keys of a pool of poolSize.
+var poolKeys = "respool_max_conns=" + strconv.Itoa(poolSize)
+
 var (
 	onPostgres = []string{servers.KindPostgres}
 	onMariaDB  = []string{servers.KindMariaDB}
@@ -31,7 +34,7 @@ var clients = []client{
 	{name: "pgx stdlib", kinds: onPostgres, baseline: true, open: openSQL(poolSize)},
 	{name: "pgxpool", kinds: onPostgres, open: openPgxpool(poolSize)},
 	{name: "mysql", kinds: onMariaDB, baseline: true, open: openSQL(poolSize)},
-	respoolClient("respool", "respool_max_conns="+strconv.Itoa(poolSize)),
+	respoolClient("respool", poolKeys),
 }
 
 // client is a pool under test and how to open it on a server.
@@ -46,12 +49,16 @@ type client struct {
 func (c client) runsOn(kind string) bool { return slices.Contains(c.kinds, kind) }
 
 // respoolClient is respool's database/sql driver opened as sql.Open
-// ("respool", dsn+"&"+keys) opens it, with the pool's log recorded.
-func respoolClient(name, keys string) client {
+// ("respool", dsn+"&"+keys) opens it, then with the Config's fields edited
+// in code, with the pool's log recorded.
+func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
 	return client{name: name, kinds: onBoth, respool: true, open: func(s *servers.Server) (pool, error) {
 		cfg, err := driver.ParseDSN(s.DSN() + "&" + keys) // both DSNs have a query already
 		if err != nil {
 			return nil, err
+		}
+		for _, edit := range edits {
+			edit(cfg)
 		}
 		rec := new(recorder)
 		cfg.Pool.Logger = slog.New(rec)

@@ -24,7 +24,10 @@ type slowOutcome struct {
 
 // runSlow runs slowQuery queries with callDeadline: a pool of 10 can
 // complete 50 a second.
-func runSlow(r *run) outcome {
+func runSlow(r *run) outcome { return measureSlow(r, slowWindow) }
+
+// measureSlow is runSlow measuring for window after slowRamp.
+func measureSlow(r *run, window time.Duration) *slowOutcome {
 	t, s := r.t, r.set.main
 	r.ping(s)
 	admin := r.admin[s]
@@ -53,7 +56,7 @@ func runSlow(r *run) outcome {
 	defer func() { _ = l.finish() }()
 	r.window(slowRamp)
 	from := time.Now()
-	r.window(slowWindow)
+	r.window(window)
 	to := time.Now()
 	r.finish(l)
 	if err := closeWithin(p, closeBound); err != nil {

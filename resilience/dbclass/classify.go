@@ -62,6 +62,8 @@ func (c *Classifier) classify(err, ctxErr error) Classification {
 	switch {
 	case canceled || ctxCanceled && lost:
 		v.Class, v.Canceled = ClassCaller, true
+	case errors.Is(err, ErrAmbiguous): // MarkAmbiguous's, or a wrapper's that knows the statement was sent
+		v.Class, v.NothingSent = ClassAmbiguous, false
 	case isCallerClientError(err):
 		v.Class = ClassCaller
 	case isConnectAttempt(err):

@@ -71,6 +71,8 @@
 //
 //	context.Canceled in the chain (or the connection   caller, Canceled
 //	  lost after ClassifyContext's ctx was cancelled)
+//	ErrAmbiguous in the chain (MarkAmbiguous, or a     ambiguous
+//	  wrapper that knows the statement was sent)
 //	sql.ErrNoRows, ErrTxDone, ErrConnDone;             caller
 //	  pgconn.ParseConfigError; mysql ErrNoTLS,
 //	  ErrPktTooLarge, ErrBusyBuffer, auth-plugin

@@ -168,6 +168,22 @@ func TestMarkAmbiguous(t *testing.T) {
 	}
 }
 
+// TestErrAmbiguousInTheChain: an error that says it is ambiguous (a
+// driver's wrapper that knows its statement was sent, though the cause
+// alone reads as nothing sent) is classified so, unless the caller
+// cancelled.
+func TestErrAmbiguousInTheChain(t *testing.T) {
+	sent := fmt.Errorf("%w: the driver reported %w after sending", dbclass.ErrAmbiguous, driver.ErrBadConn)
+	v := dbclass.Classify(sent)
+	if v.Class != dbclass.ClassAmbiguous || v.NothingSent || v.IsConnectRetryable() || !v.IsFailure() {
+		t.Errorf("Classify(%v) = %v; want ambiguous, not nothing-sent, a failure", sent, v)
+	}
+	canceled := fmt.Errorf("%w: %w", dbclass.ErrAmbiguous, context.Canceled)
+	if v := dbclass.Classify(canceled); v.Class != dbclass.ClassCaller || !v.Canceled {
+		t.Errorf("Classify(%v) = %v; want the caller's cancellation", canceled, v)
+	}
+}
+
 func TestStringAndLogValue(t *testing.T) {
 	v := dbclass.Classify(pgErr("53300"))
 	if got, want := v.String(), "back-pressure code=53300 nothing-sent pause=1s"; got != want {
