@@ -103,23 +103,29 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 	p.mu.Unlock()
 	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventQueued, Waiting: waiting})
+	var v verdict
 	select {
-	case v := <-w.ch:
-		return permitFor(v), nil
+	case v = <-w.ch:
+		if ctx.Err() == nil {
+			return permitFor(v), nil
+		}
+		p.mu.Lock() // ended as well: the context wins, whichever select saw first
 	case <-ctx.Done():
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		if i := slices.Index(p.waiters, w); i >= 0 {
 			p.waiters = slices.Delete(p.waiters, i, i+1)
+			p.mu.Unlock()
 			return resilience.Permit{}, context.Cause(ctx)
 		}
-		// Told something meanwhile: a probe role still current passes on to
-		// the next (one superseded by a new pause is void).
-		if pm := permitFor(<-w.ch); p.currentProbeLocked(pm) {
-			p.passProbeLocked(p.c.Clock.Now())
-		}
-		return resilience.Permit{}, context.Cause(ctx)
+		v = <-w.ch // told something meanwhile
 	}
+	defer p.mu.Unlock()
+	// A probe role still current passes on to the next waiter (one
+	// superseded by a new pause is void).
+	if pm := permitFor(v); p.currentProbeLocked(pm) {
+		p.passProbeLocked(p.c.Clock.Now())
+	}
+	return resilience.Permit{}, context.Cause(ctx)
 }
 
 func permitFor(v verdict) resilience.Permit {
