@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"time"
 
-	"github.com/respool/respool/driver"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
@@ -50,23 +48,4 @@ func Example() {
 	// /livez 200
 	// /readyz 200
 	// orders: 1 of 4 objects, 1 idle, 1 takes
-}
-
-// The health of a database/sql pool of package driver: its pool, its
-// circuit breaker and pause, probed by a ping (a round trip to the server).
-func ExampleFromConnector() {
-	db, connector, err := driver.OpenDB("postgres://app:secret@db.internal/orders?respool_name=orders")
-	if err != nil {
-		panic(err)
-	}
-	defer db.Close()
-
-	checker, err := health.New(health.Config{})
-	if err != nil {
-		panic(err)
-	}
-	if err := checker.Add(connector.Name(), health.FromConnector(connector, db.PingContext)); err != nil {
-		panic(err)
-	}
-	http.Handle("/", checker.Handler()) // /livez, /readyz, /health
 }

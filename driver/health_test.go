@@ -1,4 +1,4 @@
-package health_test
+package driver_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/driver"
+	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
@@ -24,8 +24,8 @@ import (
 // sqlmock's unexpected Close).
 var quiet = slog.New(slog.DiscardHandler)
 
-// TestFromConnectorFollowsTheBreaker checks the Source of a database/sql
-// Connector: ready while its queries succeed, not ready (with the breaker's
+// TestFromConnectorFollowsTheBreaker checks the health Source of a
+// Connector (health.FromConnector reads its Pool, Breaker and Pause): ready while its queries succeed, not ready (with the breaker's
 // half-open time) once lost connections opened its circuit, and ready again
 // after the open delay, when the readiness ping, admitted as the half-open
 // trial, closes the circuit. The server is a sqlmock (its pings succeed);
@@ -43,7 +43,7 @@ func TestFromConnectorFollowsTheBreaker(t *testing.T) {
 		m.ExpectQuery("SELECT 1").WillReturnError(io.ErrUnexpectedEOF)
 	}
 	clk := clocktest.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	c, err := driver.NewConnector(driver.Config{DriverName: "sqlmock", DSN: dsn,
+	c, err := respool.NewConnector(respool.Config{DriverName: "sqlmock", DSN: dsn,
 		Pool: pool.Config{Name: "orders", MaxObjects: 2, Logger: quiet},
 		Resilience: dbguard.Config{Clock: clk,
 			Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4, OpenDelay: openDelay}}})
@@ -104,7 +104,7 @@ func TestFromConnectorWithoutResilience(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mock.Close()
-	c, err := driver.NewConnector(driver.Config{DriverName: "sqlmock", DSN: dsn, Pool: pool.Config{Logger: quiet},
+	c, err := respool.NewConnector(respool.Config{DriverName: "sqlmock", DSN: dsn, Pool: pool.Config{Logger: quiet},
 		Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}})
 	if err != nil {
 		t.Fatal(err)
