@@ -47,8 +47,11 @@ bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./ | tee bench.out | $(GO) run ./cmd/ratios
 	cd bench && $(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./resilience | tee resilience.out | $(GO) run ./cmd/ratios -baseline gobreaker,rate,failsafe
 
+# DEMO_DSN reaches the demo through the environment (make exports command-line variables) and the
+# command is echoed without it, so that make never prints the DSN's password.
 demo: ## ~15s on embedded SQLite: stats, queue full, a leak reclaimed, faults handled; DEMO_DSN=… runs it on PostgreSQL or MySQL
-	cd examples && $(GO) run ./demo '$(DEMO_DSN)'
+	@echo 'cd examples && $(GO) run ./demo "$$DEMO_DSN"'
+	@cd examples && $(GO) run ./demo "$$DEMO_DSN"
 
 check: lint test ## lint and every test
 

@@ -2,10 +2,11 @@
 // mechanisms in front of them, for people (a JSON report) and for load
 // balancers (liveness and readiness answers).
 //
-// A Checker holds Sources by name: FromPool makes one for any *pool.Pool,
-// including the pool behind a database/sql Connector of package driver
-// (Connector.Pool); its Breaker, Pause and Limiter fields add the state of
-// those mechanisms when they guard the pool. Checker.Report returns typed
+// A Checker holds Sources by name: FromPool makes one for any *pool.Pool;
+// its Breaker, Pause and Limiter fields add the state of those mechanisms
+// when they guard the pool. FromConnector makes one for a database/sql
+// Connector of package driver (any Guarded: its pool, breaker and pause),
+// probed by the *sql.DB's PingContext. Checker.Report returns typed
 // values (counts, acquire-wait quantiles, the last creation error with
 // passwords removed, breaker state); Report's JSON is a view of them.
 // Checker.Ready probes every source within a short bound; Checker.Handler
@@ -23,5 +24,5 @@
 // Config.Redact.
 //
 // This package reads packages pool and resilience; it does not import the
-// driver, whose Connector.Pool it reads through FromPool.
+// driver, whose Connector it reads through the Guarded interface.
 package health

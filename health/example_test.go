@@ -13,9 +13,7 @@ import (
 )
 
 // A Checker over one pool, served for a load balancer. For a database/sql
-// pool of package driver, add health.FromPool(connector.Pool()) with its
-// Probe set to db.PingContext, and its Breaker and Pause set to those
-// guarding it.
+// pool of package driver, see FromConnector.
 func Example() {
 	p, err := pool.New[int](factory.Funcs[int]{
 		CreateFunc: func(context.Context) (int, error) { return 1, nil },

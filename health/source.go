@@ -37,12 +37,10 @@ var ErrNoStats = errors.New("health: Source.Stats is nil")
 // gives it back at once. When the object has a method Ping(ctx) error (a
 // *pgx.Conn has), the Probe pings it too, and discards it if that fails.
 //
-// For the pool of a database/sql Connector (package driver), whose idle
-// connections are not pinged on take, set Probe to the *sql.DB's
-// PingContext, so that readiness sees a server that went away at once:
-//
-//	src := health.FromPool(connector.Pool())
-//	src.Probe = db.PingContext
+// For a database/sql Connector (package driver), whose idle connections
+// are not pinged on take, use FromConnector(connector, db.PingContext): the
+// ping makes readiness see a server that went away at once, and the
+// Connector's breaker and pause are added.
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
 		Stats:  p.Stats,
