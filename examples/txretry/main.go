@@ -1,9 +1,10 @@
 // Command txretry retries a whole transaction when the database answers
 // with a serialization failure (SQLSTATE 40001), as PostgreSQL does under
 // SERIALIZABLE or MySQL with a deadlock (1213): roll back, wait a little,
-// run the transaction again from its first statement. resilience/dbclass
-// says which errors are worth it (IsTxRetryable) and resilience/retry runs
-// the attempts.
+// run the transaction again from its first statement. respool's
+// TxRunner (respool.RunInTx with its defaults) does it: resilience/dbclass
+// says which errors are worth it (IsTxRetryable), and a COMMIT whose outcome
+// is unknown is never run again (*respool.TxOutcomeUnknownError).
 //
 // The database is an embedded SQLite (modernc.org/sqlite) under respool,
 // seen through the chaos driver, which fails every tenth statement with
@@ -24,11 +25,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/respool/respool/chaos"  // registers "chaos"
-	_ "github.com/respool/respool/driver" // registers "respool"
-	"github.com/respool/respool/resilience/dbclass"
+	_ "github.com/respool/respool/chaos" // registers "chaos"
+	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
-	"github.com/respool/respool/resilience/retry"
 	_ "modernc.org/sqlite" // registers "sqlite"
 )
 
@@ -73,15 +73,21 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer flaky.Close()
 
-	rt, err := retry.New(retry.Config[struct{}]{
+	// Each retry is a conflict met: the transaction was rolled back and
+	// runs again from its start.
+	var conflicts, committed atomic.Int64
+	txs, err := respool.NewTxRunner(respool.TxConfig{
 		MaxAttempts: 10,
 		Delay:       delay.Strategy{Kind: delay.Exponential, Initial: 2 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: delay.Full},
-		RetryOn:     dbclass.IsTxRetryable,
+		Listener: func(e resilience.Event) {
+			if e.Kind == resilience.EventRetry {
+				conflicts.Add(1)
+			}
+		},
 	})
 	if err != nil {
 		return err
 	}
-	var conflicts, committed atomic.Int64
 	var mu sync.Mutex
 	var failures []error
 	var wg sync.WaitGroup
@@ -89,7 +95,7 @@ func run(ctx context.Context, out io.Writer) error {
 		wg.Go(func() {
 			for i := range transfers {
 				from, to := (w+i)%accounts, (w+i+1)%accounts
-				err := inTx(ctx, flaky, rt, &conflicts, func(tx *sql.Tx) error {
+				err := txs.RunInTx(ctx, flaky, nil, func(tx *sql.Tx) error {
 					return transfer(ctx, tx, from, to, 1)
 				})
 				if err != nil {
@@ -111,8 +117,8 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := bank.QueryRowContext(ctx, "SELECT COUNT(*) FROM ledger").Scan(&ledger); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d transfers committed, %d failed; %d serialization failures (40001) met, %d retries\n",
-		committed.Load(), len(failures), conflicts.Load(), rt.Stats().Retries)
+	fmt.Fprintf(out, "%d transfers committed, %d failed; %d serialization failures (40001) met, each retried\n",
+		committed.Load(), len(failures), conflicts.Load())
 	fmt.Fprintf(out, "total balance %d (opening %d); %d ledger entries\n", total, accounts*balance, ledger)
 	switch {
 	case len(failures) > 0:
@@ -125,35 +131,6 @@ func run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("%d ledger entries for %d transfers", ledger, committed.Load())
 	}
 	return nil
-}
-
-// inTx runs fn in a transaction, and runs it again, from the start, when
-// the transaction failed in a way the database asks to retry (a
-// serialization failure, a deadlock: dbclass.IsTxRetryable), counting those
-// in conflicts. Any other error, or one from Commit that is not retryable,
-// ends it: a statement that may have taken effect is never repeated.
-func inTx(ctx context.Context, db *sql.DB, rt *retry.Retry[struct{}], conflicts *atomic.Int64, fn func(*sql.Tx) error) error {
-	_, err := rt.Do(ctx, func(ctx context.Context) (struct{}, error) {
-		err := runTx(ctx, db, fn)
-		if dbclass.IsTxRetryable(err) {
-			conflicts.Add(1)
-		}
-		return struct{}{}, err
-	})
-	return err
-}
-
-// runTx is one attempt: fn and a commit, or a rollback.
-func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // transfer moves amount from one account to another and writes it in the
