@@ -422,3 +422,29 @@ func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 		t.Fatalf("no line says creations recovered:\n%s", h.log.String())
 	}
 }
+
+// At its retry time the gate is open: a caller that comes at that moment
+// gets the attempt, not the old failure at once. (With a real clock the
+// actor may see such a Take before its own timer: hopeless() reads the
+// clock; integration/sqldriver TestNativePgxThroughTheGuard met it.)
+func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: slowBackoff})
+	boom := errors.New("connection refused")
+	for i := range 40 {
+		h.f.set(func(f *fakeFactory) { f.createErr = boom })
+		_, err := h.p.Take(context.Background())
+		var ce *CreateError
+		if !errors.As(err, &ce) || ce.RetryAt.IsZero() {
+			t.Fatalf("cycle %d: Take = %v, want a *CreateError with the next attempt's time", i, err)
+		}
+		h.f.set(func(f *fakeFactory) { f.createErr = nil })
+		h.clk.Move(ce.RetryAt.Sub(h.clk.Now()))
+		hd, err := h.p.Take(context.Background())
+		if err != nil {
+			t.Fatalf("cycle %d: Take at the retry time = %v, want the attempt's object", i, err)
+		}
+		if err := h.p.Discard(hd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

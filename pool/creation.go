@@ -229,9 +229,13 @@ func (a *actor[T]) failPending(fail func(*waiter[T]) bool, pause bool) {
 // once with the last failure and when the next attempt is due, whatever its
 // deadline, instead of waiting for an attempt that the last failure says
 // will fail too.
+//
+// At or past the retry time the gate counts as open even if the actor has
+// not handled its timer yet (a Take and the timer can be ready at once):
+// the caller then waits for the attempt the timer starts.
 func (a *actor[T]) hopeless() bool {
 	g := &a.gate
-	return g.held && len(a.all) == 0 && a.creating == 0
+	return g.held && len(a.all) == 0 && a.creating == 0 && a.p.clock() < g.retryAt
 }
 
 // failFast answers w's request at once with the last failure (the caller
