@@ -1,8 +1,11 @@
 package driver
 
 import (
+	"context"
 	"database/sql/driver"
+	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -44,15 +47,7 @@ func dialedConnector(cfg Config) (driver.Connector, bool) {
 		if err != nil || cancelWait < 0 && endWait < 0 {
 			return nil, false
 		}
-		if cancelWait > 0 {
-			pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-				return newCancelHandler(c, cancelWait)
-			}
-		}
-		if endWait > 0 {
-			pc.DialFunc = wireDial(pc.DialFunc, endWait, pgProtocol)
-		}
-		return stdlib.GetConnector(*pc), true
+		return pgxConnector(pc, cancelWait, endWait), true
 	case "mysql":
 		mc, err := mysql.ParseDSN(cfg.DSN)
 		if err != nil || endWait < 0 {
@@ -69,6 +64,61 @@ func dialedConnector(cfg Config) (driver.Connector, bool) {
 		return c, err == nil
 	}
 	return nil, false
+}
+
+// pgxConnector returns pgx's connector for pc with respool's cancel handler
+// (cancelWait, when on) and dial function (wireDial, when endWait is on),
+// which sends no cancel request for a connection that never finished its
+// startup (see startedCancelsOnly).
+func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.Connector {
+	if cancelWait > 0 {
+		pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return newCancelHandler(c, cancelWait)
+		}
+	}
+	if endWait > 0 {
+		pc.DialFunc = wireDial(pc.DialFunc, endWait, pgProtocol)
+	}
+	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(startedCancelsOnly))
+}
+
+// errNoSessionToCancel is the dial of a cancel request refused by
+// startedCancelsOnly; pgconn drops it (asyncClose ignores CancelRequest's
+// error).
+var errNoSessionToCancel = errors.New("respool: no cancel request: the connection never finished its startup")
+
+// startedCancelsOnly is the BeforeConnect of respool's pgx connector: it
+// gives one connection attempt of the pool (a context from withDialLog) a
+// dial function of its own that refuses, without touching the network, to
+// dial a cancel request before the attempt's connection finished its
+// startup. pgconn closes a connection whose read fails with asyncClose,
+// which sends a cancel request first: during a startup that fails (a server
+// that closes or refuses after accepting, one going down) that is a second
+// connection to the server per attempt, with no session key to cancel and
+// no statement running. A dial with the attempt's context is the attempt's
+// own (its hosts, its TLS fallback); any other is a cancel request (pgconn
+// dials those with a context of their own).
+func startedCancelsOnly(ctx context.Context, cc *pgx.ConnConfig) error {
+	attempt, _ := ctx.Value(dialLogKey{}).(*dialLog)
+	if attempt == nil {
+		return nil
+	}
+	var started atomic.Bool
+	dial, afterConnect := cc.DialFunc, cc.AfterConnect
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if !started.Load() && ctx.Value(dialLogKey{}) != attempt {
+			return nil, errNoSessionToCancel
+		}
+		return dial(ctx, network, addr)
+	}
+	cc.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		started.Store(true)
+		if afterConnect != nil {
+			return afterConnect(ctx, c)
+		}
+		return nil
+	}
+	return nil
 }
 
 // orDefault returns d, or def when d is zero; negative means off.

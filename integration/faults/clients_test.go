@@ -44,6 +44,9 @@ type client struct {
 	baseline bool     // the server's plain driver, which respool's targets compare with
 	respool  bool     // issue 9's targets apply
 	open     func(s *servers.Server) (pool, error)
+	// openWith opens respool with more DSN keys (a scenario's respoolKeys);
+	// nil for the other clients.
+	openWith func(keys string) func(s *servers.Server) (pool, error)
 }
 
 func (c client) runsOn(kind string) bool { return slices.Contains(c.kinds, kind) }
@@ -52,7 +55,15 @@ func (c client) runsOn(kind string) bool { return slices.Contains(c.kinds, kind)
 // ("respool", dsn+"&"+keys) opens it, then with the Config's fields edited
 // in code, with the pool's log recorded.
 func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
-	return client{name: name, kinds: onBoth, respool: true, open: func(s *servers.Server) (pool, error) {
+	openWith := func(more string) func(s *servers.Server) (pool, error) {
+		return openRespool(keys+"&"+more, edits)
+	}
+	return client{name: name, kinds: onBoth, respool: true, open: openRespool(keys, edits), openWith: openWith}
+}
+
+// openRespool opens respool with the DSN keys keys and the Config edits.
+func openRespool(keys string, edits []func(*driver.Config)) func(s *servers.Server) (pool, error) {
+	return func(s *servers.Server) (pool, error) {
 		cfg, err := driver.ParseDSN(s.DSN() + "&" + keys) // both DSNs have a query already
 		if err != nil {
 			return nil, err
@@ -67,7 +78,7 @@ func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
 			return nil, err
 		}
 		return &sqlPool{db: sql.OpenDB(c), log: rec, conn: c}, nil
-	}}
+	}
 }
 
 // pool is what the suite needs of a client.

@@ -64,12 +64,12 @@ func runLeak(r *run) outcome {
 		f := &o.forms[how]
 		f.logged = p.logged() != nil
 		if f.logged {
-			reports := waitReports(r.ctx, p, len(before)+1)
-			for _, rep := range reports[len(before):] {
+			// A report naming the other way's taker is a late report of
+			// that loss, not of this one.
+			other := func(rep string) bool { return names(rep, leakTakers[1-how]) }
+			for _, rep := range waitReports(r.ctx, p, len(before), other) {
 				f.reported = true
-				f.stack = f.stack || slices.ContainsFunc(leakTakers[how], func(fn string) bool {
-					return strings.Contains(rep, fn)
-				})
+				f.stack = f.stack || names(rep, leakTakers[how])
 			}
 		}
 		f.slotsBack = holdAll(r.ctx, p)
@@ -140,16 +140,26 @@ func leakReports(p pool) []string {
 	return out
 }
 
-// waitReports waits at most reportBound for the pool to have logged n leak
-// reports, and returns those it has.
-func waitReports(ctx context.Context, p pool, n int) []string {
+// names says whether a leak report's stack names one of the functions.
+func names(report string, functions []string) bool {
+	return slices.ContainsFunc(functions, func(fn string) bool { return strings.Contains(report, fn) })
+}
+
+// waitReports waits at most reportBound for the pool to log a leak report,
+// after the first skip, that is not ignored, and returns those it has.
+func waitReports(ctx context.Context, p pool, skip int, ignored func(string) bool) []string {
 	ctx, cancel := context.WithTimeout(ctx, reportBound)
 	defer cancel()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
-		reports := leakReports(p)
-		if len(reports) >= n {
+		var reports []string
+		for _, rep := range leakReports(p)[skip:] {
+			if !ignored(rep) {
+				reports = append(reports, rep)
+			}
+		}
+		if len(reports) > 0 {
 			return reports
 		}
 		select {

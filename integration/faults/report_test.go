@@ -78,8 +78,8 @@ func (r *report) missing(scenarios []scenario, ran map[string]bool, selected boo
 }
 
 // table formats the report as a Markdown table, with a line saying how it
-// was measured.
-func (r *report) table(took time.Duration) string {
+// was measured and the keys respool ran scenarios with.
+func (r *report) table(took time.Duration, scenarios []scenario) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b strings.Builder
@@ -104,6 +104,13 @@ func (r *report) table(took time.Duration) string {
 	fmt.Fprintf(&b, "\n%d callers, pools of %d, every call with a %v deadline, through a counting proxy on loopback; "+
 		"%s, %d CPUs, race detector %s; the suite took %v, servers' start included.\n",
 		callers, poolSize, callDeadline, runtime.Version(), runtime.NumCPU(), onOff(raceEnabled), took.Round(time.Second))
+	b.WriteString("respool runs with its defaults and " + poolKeys)
+	for _, sc := range scenarios {
+		if sc.respoolKeys != "" {
+			b.WriteString("; in the " + sc.name + " scenario also with " + sc.respoolKeys + " (" + sc.keysWhy + ")")
+		}
+	}
+	b.WriteString(".\n")
 	return b.String()
 }
 
