@@ -95,8 +95,9 @@
 //   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
 //     query whose context cannot end, is found by the garbage collector:
 //     while rows are open, the pool's Handle is held by respool's rows, which
-//     only the *sql.Rows reaches. Within two collections it is reported as
-//     LEAK-DETECTED (with the stack of the code that ran the query), its
+//     only the *sql.Rows reaches. Within two collections (the pool's actor
+//     having had its turn between them) it is reported as LEAK-DETECTED
+//     (with the stack of the code that ran the query, respool_leak_stack), its
 //     connection is closed and its slot freed. (database/sql closes the
 //     rows of a query whose context can end when that context ends.)
 //   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql

@@ -13,7 +13,9 @@ import "github.com/respool/respool/internal/leaktrack"
 // each garbage collection, at each tick and when closing begins. Most leases
 // end before that and are never watched; their tokens are plain garbage. A
 // lost lease is watched at the first of those events after its Take, and
-// found by the collection after that: within two collections.
+// found by the collection after that: within two collections, provided
+// the actor had its turn between them (two runtime.GC calls back to back
+// may leave it none; the next collection then finds the loss).
 //
 // Once watched, the token is referenced by the Handle's copies only (the
 // entry lets go of it), so it becomes unreachable exactly when every copy of
