@@ -135,6 +135,12 @@ func TestQueueCancelPromotesTheNext(t *testing.T) {
 	if err := <-head; !errors.Is(err, context.Canceled) {
 		t.Fatalf("head: %v; want context.Canceled", err)
 	}
+	// The new head has read the clock and waits for the refill: its
+	// MaxWait timer and its refill timer (moving the clock before the
+	// second is set would leave it waiting a period more).
+	if err := f.clk.WaitTimers(bound, 2); err != nil {
+		t.Fatal(err)
+	}
 	f.clk.Advance(time.Second)
 	if err := <-next; err != nil {
 		t.Fatal(err)
