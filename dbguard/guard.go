@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,11 @@ type Guard struct {
 	attempts, attemptFailures atomic.Uint64 // connection attempts that reached the factory
 	failures                  atomic.Uint64 // statements recorded as failures
 	rejected                  atomic.Uint64 // takes and statements refused by the breaker
+
+	// halfOpenTake is set while a take admitted with the circuit half-open
+	// (Admit) has not ended: at most one take at a time is let into the
+	// pool then.
+	halfOpenTake atomic.Bool
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
@@ -130,6 +136,36 @@ func (g *Guard) Check() error {
 	}
 	return nil
 }
+
+// Admit admits a take from the pool as Check does, and, while the circuit
+// is half-open, one take at a time: the others are rejected with a
+// *resilience.RejectedError matching breaker.ErrHalfOpenFull whose
+// RetryAfter is an open delay later. done ends the take's admission (call
+// it once the take has returned; calling it again does nothing). Check
+// alone, which takes no permit, lets every caller of a half-open circuit
+// into the pool: on a frozen server, whose statements and sessions hold
+// the pool's slots, each of them waits out its deadline for a connection
+// that does not come, and none reaches the breaker as its probe. With the
+// circuit closed it costs what Check costs, and done does nothing.
+func (g *Guard) Admit() (done func(), err error) {
+	if err := g.Check(); err != nil {
+		return admitted, err
+	}
+	if g.breaker == nil || g.breaker.State() != breaker.HalfOpen {
+		return admitted, nil
+	}
+	if !g.halfOpenTake.CompareAndSwap(false, true) {
+		g.rejected.Add(1)
+		now := g.c.Clock.Now()
+		return admitted, resilience.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay))
+	}
+	var once sync.Once
+	return func() { once.Do(func() { g.halfOpenTake.Store(false) }) }, nil
+}
+
+// admitted is the done of a take admitted with the circuit closed, or
+// rejected: there is nothing to end.
+func admitted() {}
 
 // Enter admits a statement (any call that goes to the server on a
 // connection already made), or rejects it as Check does. Every admitted

@@ -109,3 +109,44 @@ func TestBreakerOff(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestHalfOpenAdmitsOneTake checks that, while the circuit is half-open
+// and no probe has entered yet, Admit lets one take at a time into the
+// pool, rejecting the others with ErrHalfOpenFull and a retry-after time:
+// on a frozen server, the pool's slots are held by statements and
+// sessions that do not end, so every take let in waits out its deadline;
+// one take a time is the probe, the others fail fast. Once the take is
+// done, the next one is admitted; with the circuit closed, all are.
+func TestHalfOpenAdmitsOneTake(t *testing.T) {
+	f := newFixture(t, dbguard.Config{})
+	for range 3 {
+		done, err := f.g.Admit()
+		if err != nil {
+			t.Fatalf("closed: %v", err)
+		}
+		defer done()
+	}
+	f.statements(10, nil)
+	f.statements(10, errLost)
+	f.clk.Set(f.clk.Now().Add(dbguard.DefaultOpenDelay))
+
+	done, err := f.g.Admit()
+	if err != nil {
+		t.Fatalf("the first take while half-open: %v", err)
+	}
+	var rej *resilience.RejectedError
+	_, err = f.g.Admit()
+	if !isRejection(err, breaker.ErrHalfOpenFull) || !errors.As(err, &rej) || !rej.RetryAt.After(f.clk.Now()) {
+		t.Fatalf("a second take while the first waits: %v; want ErrHalfOpenFull with a retry-after time", err)
+	}
+	done()
+	done()
+	done2, err := f.g.Admit()
+	if err != nil {
+		t.Fatalf("the next take once the first is done: %v", err)
+	}
+	if _, err := f.g.Admit(); !isRejection(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("done twice freed two admissions: %v", err)
+	}
+	done2()
+}
