@@ -39,6 +39,16 @@ type Guard struct {
 	// (Admit) has not ended: at most one take at a time is let into the
 	// pool then.
 	halfOpenTake atomic.Bool
+
+	// epoch is the origin of the times below and of the statements'
+	// Permit.Since (set by Enter while Config.Breaker.SlowCall is off: the
+	// breaker then reads none).
+	epoch time.Time
+	// lastAnswer is when a statement last ended with the server's answer,
+	// in nanoseconds since epoch; 0: never. A statement ended by its
+	// deadline counts as a failure only when it is older than the second
+	// half of that statement's run (see statementOutcome).
+	lastAnswer atomic.Int64
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
@@ -48,7 +58,7 @@ func New(c Config) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Guard{c: c}
+	g := &Guard{c: c, epoch: c.Clock.Now()}
 	if !c.Breaker.Disabled {
 		bc := breaker.Config{
 			Name: c.Name, WindowSize: c.Breaker.WindowSize, MinimumCalls: c.Breaker.MinimumCalls,
@@ -177,9 +187,14 @@ func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 	p, err := g.breaker.Enter(ctx)
 	if err != nil {
 		g.rejected.Add(1)
+	} else if g.c.Breaker.SlowCall == 0 {
+		p.Since = g.nanos()
 	}
 	return p, err
 }
+
+// nanos is the time now, in nanoseconds since epoch; at least 1.
+func (g *Guard) nanos() int64 { return max(int64(g.c.Clock.Now().Sub(g.epoch)), 1) }
 
 // Exit records the outcome of the statement p admitted; ctx is the one it
 // ran with. A connection-level error or a timeout is a failure; the
@@ -192,9 +207,22 @@ func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
 		return
 	}
 	if err != nil {
-		err = g.statementOutcome(ctx, err)
+		err = g.statementOutcome(ctx, p, err)
+	}
+	if err == nil && g.c.Breaker.SlowCall == 0 {
+		g.answered()
 	}
 	g.breaker.Exit(p, err)
+}
+
+// answered notes that the server answered a statement now. Statements end
+// thousands of times a second: the shared word is written at most once a
+// millisecond.
+func (g *Guard) answered() {
+	now := g.nanos()
+	if now-g.lastAnswer.Load() >= int64(time.Millisecond) {
+		g.lastAnswer.Store(now)
+	}
 }
 
 // errNotRecorded is the outcome Exit gives the breaker for a statement that
@@ -212,8 +240,15 @@ type failed struct{ error }
 
 func (f failed) Unwrap() error { return f.error }
 
-// statementOutcome maps a statement's error to what the breaker records.
-func (g *Guard) statementOutcome(ctx context.Context, err error) error {
+// statementOutcome maps the error of the statement p admitted to what the
+// breaker records. A statement ended by its deadline, or another timeout,
+// is a failure only when the server answered no other statement in the
+// second half of its run (with Config.Breaker.SlowCall off, when Enter
+// noted its start): a server that answers others meanwhile is slow for
+// this statement, or the caller's deadline was near when it began, which
+// says nothing against the server; on a frozen server nothing is answered.
+// Such a timeout is not recorded.
+func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err error) error {
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) || errors.Is(err, resilience.ErrRejected) {
 		return errNotRecorded
 	}
@@ -221,11 +256,24 @@ func (g *Guard) statementOutcome(ctx context.Context, err error) error {
 	switch {
 	case v.Canceled:
 		return context.Canceled
+	case v.Timeout && g.answeredDuring(p):
+		return errNotRecorded
 	case v.IsFailure():
 		g.failures.Add(1)
 		return failed{err}
 	}
 	return nil // the server answered
+}
+
+// answeredDuring reports whether the server answered a statement in the
+// second half of the run of the statement p admitted, ending now; false
+// when Enter did not note its start.
+func (g *Guard) answeredDuring(p resilience.Permit) bool {
+	if g.c.Breaker.SlowCall != 0 || p.Since == 0 {
+		return false
+	}
+	now := g.nanos()
+	return g.lastAnswer.Load() > p.Since+(now-p.Since)/2
 }
 
 // isFailure is the breaker's IsFailure: a statement judged by Exit, or a

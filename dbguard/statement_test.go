@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
@@ -149,4 +150,40 @@ func TestHalfOpenAdmitsOneTake(t *testing.T) {
 		t.Fatalf("done twice freed two admissions: %v", err)
 	}
 	done2()
+}
+
+// TestDeadlineCountsWhenTheServerWasSilent checks that a statement ended by
+// its deadline counts as a failure only when the server answered no other
+// statement in the second half of its run: on a frozen server nothing is
+// answered and the timeouts open the circuit; on a slow but healthy one
+// other statements are answered meanwhile, and a caller's deadline that
+// came before its statement's answer says nothing against the server.
+func TestDeadlineCountsWhenTheServerWasSilent(t *testing.T) {
+	ctx := context.Background()
+	for _, answeredLate := range []bool{false, true} {
+		t.Run(map[bool]string{false: "frozen", true: "slow"}[answeredLate], func(t *testing.T) {
+			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+			f.statements(1, nil) // answered before the four entered
+			var ps []resilience.Permit
+			for range 4 {
+				p, err := f.g.Enter(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			f.clk.Set(f.clk.Now().Add(150 * time.Millisecond))
+			if answeredLate {
+				f.statements(1, nil) // in the second half of the four's run
+			}
+			f.clk.Set(f.clk.Now().Add(50 * time.Millisecond))
+			for _, p := range ps {
+				f.g.Exit(ctx, p, context.DeadlineExceeded)
+			}
+			s := f.g.Stats()
+			if opened := s.Breaker.State == breaker.Open; opened == answeredLate {
+				t.Fatalf("state %v (%d statement failures); want open %v", s.Breaker.State, s.StatementFailures, !answeredLate)
+			}
+		})
+	}
 }
