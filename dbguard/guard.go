@@ -44,11 +44,12 @@ type Guard struct {
 	// Permit.Since (set by Enter while Config.Breaker.SlowCall is off: the
 	// breaker then reads none).
 	epoch time.Time
-	// lastAnswer is when a statement last ended with the server's answer,
-	// in nanoseconds since epoch; 0: never. A statement ended by its
-	// deadline counts as a failure only when it is older than the second
-	// half of that statement's run (see statementOutcome).
-	lastAnswer atomic.Int64
+	// sampledAt is when a statement's run was last sampled into typical,
+	// in nanoseconds since epoch. typical is the mean run (a moving average)
+	// of statements the server answered; 0 until measured. A statement
+	// ended by its deadline counts as a failure only when it ran long
+	// enough to say something about the server (see statementOutcome).
+	sampledAt, typical atomic.Int64
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
@@ -210,20 +211,36 @@ func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
 		err = g.statementOutcome(ctx, p, err)
 	}
 	if err == nil && g.c.Breaker.SlowCall == 0 {
-		g.answered()
+		g.answered(p)
 	}
 	g.breaker.Exit(p, err)
 }
 
-// answered notes that the server answered a statement now. Statements end
-// thousands of times a second: the shared word is written at most once a
-// millisecond.
-func (g *Guard) answered() {
-	now := g.nanos()
-	if now-g.lastAnswer.Load() >= int64(time.Millisecond) {
-		g.lastAnswer.Store(now)
+// answered samples the run of the statement p admitted, which the server
+// has just answered, into the typical run. Statements end thousands of
+// times a second: the shared words are written at most once a millisecond.
+func (g *Guard) answered(p resilience.Permit) {
+	if p.Since == 0 {
+		return
 	}
+	now := g.nanos()
+	if now-g.sampledAt.Load() < int64(time.Millisecond) {
+		return
+	}
+	g.sampledAt.Store(now)
+	run := max(now-p.Since, 1)
+	if old := g.typical.Load(); old != 0 {
+		run = max(old+(run-old)/typicalWeight, 1)
+	}
+	g.typical.Store(run)
 }
+
+// typicalWeight is the weight of the newest sample in the typical run: 1/8.
+const typicalWeight = 8
+
+// longRun is how many typical runs a statement ended by its deadline must
+// have run for its timeout to count as a failure.
+const longRun = 2
 
 // errNotRecorded is the outcome Exit gives the breaker for a statement that
 // says nothing of the server: it matches resilience.ErrRejected, which the
@@ -242,12 +259,12 @@ func (f failed) Unwrap() error { return f.error }
 
 // statementOutcome maps the error of the statement p admitted to what the
 // breaker records. A statement ended by its deadline, or another timeout,
-// is a failure only when the server answered no other statement in the
-// second half of its run (with Config.Breaker.SlowCall off, when Enter
-// noted its start): a server that answers others meanwhile is slow for
-// this statement, or the caller's deadline was near when it began, which
-// says nothing against the server; on a frozen server nothing is answered.
-// Such a timeout is not recorded.
+// is a failure only when it ran at least twice as long as the statements
+// the server answered (their moving average; with Config.Breaker.SlowCall
+// off, when Enter noted its start): one whose caller's deadline came
+// sooner (it waited for its connection, or the server is slow but
+// answering) says nothing against the server, and is not recorded. On a
+// frozen server the statements under way run until their deadline.
 func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err error) error {
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) || errors.Is(err, resilience.ErrRejected) {
 		return errNotRecorded
@@ -256,7 +273,7 @@ func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err e
 	switch {
 	case v.Canceled:
 		return context.Canceled
-	case v.Timeout && g.answeredDuring(p):
+	case v.Timeout && g.shortRun(p):
 		return errNotRecorded
 	case v.IsFailure():
 		g.failures.Add(1)
@@ -265,15 +282,14 @@ func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err e
 	return nil // the server answered
 }
 
-// answeredDuring reports whether the server answered a statement in the
-// second half of the run of the statement p admitted, ending now; false
-// when Enter did not note its start.
-func (g *Guard) answeredDuring(p resilience.Permit) bool {
-	if g.c.Breaker.SlowCall != 0 || p.Since == 0 {
+// shortRun reports whether the statement p admitted, ending now, ran less
+// than longRun typical runs; false when either is unknown.
+func (g *Guard) shortRun(p resilience.Permit) bool {
+	typical := g.typical.Load()
+	if g.c.Breaker.SlowCall != 0 || p.Since == 0 || typical == 0 {
 		return false
 	}
-	now := g.nanos()
-	return g.lastAnswer.Load() > p.Since+(now-p.Since)/2
+	return g.nanos()-p.Since < longRun*typical
 }
 
 // isFailure is the breaker's IsFailure: a statement judged by Exit, or a

@@ -152,18 +152,23 @@ func TestHalfOpenAdmitsOneTake(t *testing.T) {
 	done2()
 }
 
-// TestDeadlineCountsWhenTheServerWasSilent checks that a statement ended by
-// its deadline counts as a failure only when the server answered no other
-// statement in the second half of its run: on a frozen server nothing is
-// answered and the timeouts open the circuit; on a slow but healthy one
-// other statements are answered meanwhile, and a caller's deadline that
-// came before its statement's answer says nothing against the server.
-func TestDeadlineCountsWhenTheServerWasSilent(t *testing.T) {
+// TestDeadlineCountsWhenTheStatementRanLong checks that a statement ended
+// by its deadline counts as a failure only when it ran at least twice as
+// long as the statements the server answered: on a frozen server the
+// statements under way run until their deadline and open the circuit; on a
+// slow but healthy one a statement whose caller had less time left than
+// the server takes says nothing against the server.
+func TestDeadlineCountsWhenTheStatementRanLong(t *testing.T) {
 	ctx := context.Background()
-	for _, answeredLate := range []bool{false, true} {
-		t.Run(map[bool]string{false: "frozen", true: "slow"}[answeredLate], func(t *testing.T) {
+	for _, frozen := range []bool{true, false} {
+		t.Run(map[bool]string{true: "frozen", false: "slow"}[frozen], func(t *testing.T) {
 			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
-			f.statements(1, nil) // answered before the four entered
+			p, err := f.g.Enter(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Set(f.clk.Now().Add(200 * time.Millisecond))
+			f.g.Exit(ctx, p, nil) // the server answers in 200ms
 			var ps []resilience.Permit
 			for range 4 {
 				p, err := f.g.Enter(ctx)
@@ -172,17 +177,17 @@ func TestDeadlineCountsWhenTheServerWasSilent(t *testing.T) {
 				}
 				ps = append(ps, p)
 			}
-			f.clk.Set(f.clk.Now().Add(150 * time.Millisecond))
-			if answeredLate {
-				f.statements(1, nil) // in the second half of the four's run
+			run := 150 * time.Millisecond
+			if frozen {
+				run = time.Second
 			}
-			f.clk.Set(f.clk.Now().Add(50 * time.Millisecond))
+			f.clk.Set(f.clk.Now().Add(run))
 			for _, p := range ps {
 				f.g.Exit(ctx, p, context.DeadlineExceeded)
 			}
 			s := f.g.Stats()
-			if opened := s.Breaker.State == breaker.Open; opened == answeredLate {
-				t.Fatalf("state %v (%d statement failures); want open %v", s.Breaker.State, s.StatementFailures, !answeredLate)
+			if opened := s.Breaker.State == breaker.Open; opened != frozen {
+				t.Fatalf("state %v (%d statement failures); want open %v", s.Breaker.State, s.StatementFailures, frozen)
 			}
 		})
 	}
