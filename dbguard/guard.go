@@ -198,7 +198,8 @@ func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 func (g *Guard) nanos() int64 { return max(int64(g.c.Clock.Now().Sub(g.epoch)), 1) }
 
 // Exit records the outcome of the statement p admitted; ctx is the one it
-// ran with. A connection-level error or a timeout is a failure; the
+// ran with. A connection-level error or a timeout (one that ran long
+// enough: see statementOutcome) is a failure; the
 // caller's own errors are successes (the server answered); a cancellation
 // by the caller's context, driver.ErrBadConn (database/sql runs the
 // statement again on another connection, and that outcome counts) and
