@@ -104,7 +104,9 @@ type BreakerConfig struct {
 	// opens the circuit when every call of the window was slow: a server
 	// that stalls without failing. Zero, the default, means off: a workload
 	// of long queries would trip it (a frozen server is caught by its
-	// callers' deadlines, which count as failures).
+	// callers' deadlines, which count as failures when the statement ran
+	// at least twice the typical answered statement: see Guard.Exit).
+	// When on, every timeout counts.
 	SlowCall time.Duration
 }
 

@@ -40,7 +40,11 @@
 // permissions) count as successes, since the server answered; a caller's
 // cancellation, back-pressure and transaction conflicts are not failures,
 // and driver.ErrBadConn is not recorded (database/sql runs the statement
-// again on another connection, and that outcome counts). While the circuit
+// again on another connection, and that outcome counts). A statement that
+// timed out counts only when it ran at least twice as long as the
+// statements the server answered (a moving average): one whose caller's
+// deadline came first, because it waited for its connection or the server
+// is slow but answering, is not recorded. While the circuit
 // is open, Check (before taking a connection from the pool) and Enter
 // (before a statement) fail at once with a *resilience.RejectedError
 // matching breaker.ErrOpen that carries when the next probe goes: callers

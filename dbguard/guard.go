@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,22 @@ type Guard struct {
 	attempts, attemptFailures atomic.Uint64 // connection attempts that reached the factory
 	failures                  atomic.Uint64 // statements recorded as failures
 	rejected                  atomic.Uint64 // takes and statements refused by the breaker
+
+	// halfOpenTake is set while a take admitted with the circuit half-open
+	// (Admit) has not ended: at most one take at a time is let into the
+	// pool then.
+	halfOpenTake atomic.Bool
+
+	// epoch is the origin of the times below and of the statements'
+	// Permit.Since (set by Enter while Config.Breaker.SlowCall is off: the
+	// breaker then reads none).
+	epoch time.Time
+	// sampledAt is when a statement's run was last sampled into typical,
+	// in nanoseconds since epoch. typical is the mean run (a moving average)
+	// of statements the server answered; 0 until measured. A statement
+	// ended by its deadline counts as a failure only when it ran long
+	// enough to say something about the server (see statementOutcome).
+	sampledAt, typical atomic.Int64
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
@@ -42,7 +59,7 @@ func New(c Config) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Guard{c: c}
+	g := &Guard{c: c, epoch: c.Clock.Now()}
 	if !c.Breaker.Disabled {
 		bc := breaker.Config{
 			Name: c.Name, WindowSize: c.Breaker.WindowSize, MinimumCalls: c.Breaker.MinimumCalls,
@@ -131,6 +148,36 @@ func (g *Guard) Check() error {
 	return nil
 }
 
+// Admit admits a take from the pool as Check does, and, while the circuit
+// is half-open, one take at a time: the others are rejected with a
+// *resilience.RejectedError matching breaker.ErrHalfOpenFull whose
+// RetryAfter is an open delay later. done ends the take's admission (call
+// it once the take has returned; calling it again does nothing). Check
+// alone, which takes no permit, lets every caller of a half-open circuit
+// into the pool: on a frozen server, whose statements and sessions hold
+// the pool's slots, each of them waits out its deadline for a connection
+// that does not come, and none reaches the breaker as its probe. With the
+// circuit closed it costs what Check costs, and done does nothing.
+func (g *Guard) Admit() (done func(), err error) {
+	if err := g.Check(); err != nil {
+		return admitted, err
+	}
+	if g.breaker == nil || g.breaker.State() != breaker.HalfOpen {
+		return admitted, nil
+	}
+	if !g.halfOpenTake.CompareAndSwap(false, true) {
+		g.rejected.Add(1)
+		now := g.c.Clock.Now()
+		return admitted, resilience.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay))
+	}
+	var once sync.Once
+	return func() { once.Do(func() { g.halfOpenTake.Store(false) }) }, nil
+}
+
+// admitted is the done of a take admitted with the circuit closed, or
+// rejected: there is nothing to end.
+func admitted() {}
+
 // Enter admits a statement (any call that goes to the server on a
 // connection already made), or rejects it as Check does. Every admitted
 // statement is ended by one Exit with its outcome and its context.
@@ -141,12 +188,18 @@ func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 	p, err := g.breaker.Enter(ctx)
 	if err != nil {
 		g.rejected.Add(1)
+	} else if g.c.Breaker.SlowCall == 0 {
+		p.Since = g.nanos()
 	}
 	return p, err
 }
 
+// nanos is the time now, in nanoseconds since epoch; at least 1.
+func (g *Guard) nanos() int64 { return max(int64(g.c.Clock.Now().Sub(g.epoch)), 1) }
+
 // Exit records the outcome of the statement p admitted; ctx is the one it
-// ran with. A connection-level error or a timeout is a failure; the
+// ran with. A connection-level error or a timeout (one that ran long
+// enough: see statementOutcome) is a failure; the
 // caller's own errors are successes (the server answered); a cancellation
 // by the caller's context, driver.ErrBadConn (database/sql runs the
 // statement again on another connection, and that outcome counts) and
@@ -156,10 +209,39 @@ func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
 		return
 	}
 	if err != nil {
-		err = g.statementOutcome(ctx, err)
+		err = g.statementOutcome(ctx, p, err)
+	}
+	if err == nil && g.c.Breaker.SlowCall == 0 {
+		g.answered(p)
 	}
 	g.breaker.Exit(p, err)
 }
+
+// answered samples the run of the statement p admitted, which the server
+// has just answered, into the typical run. Statements end thousands of
+// times a second: the shared words are written at most once a millisecond.
+func (g *Guard) answered(p resilience.Permit) {
+	if p.Since == 0 {
+		return
+	}
+	now := g.nanos()
+	if now-g.sampledAt.Load() < int64(time.Millisecond) {
+		return
+	}
+	g.sampledAt.Store(now)
+	run := max(now-p.Since, 1)
+	if old := g.typical.Load(); old != 0 {
+		run = max(old+(run-old)/typicalWeight, 1)
+	}
+	g.typical.Store(run)
+}
+
+// typicalWeight is the weight of the newest sample in the typical run: 1/8.
+const typicalWeight = 8
+
+// longRun is how many typical runs a statement ended by its deadline must
+// have run for its timeout to count as a failure.
+const longRun = 2
 
 // errNotRecorded is the outcome Exit gives the breaker for a statement that
 // says nothing of the server: it matches resilience.ErrRejected, which the
@@ -176,8 +258,15 @@ type failed struct{ error }
 
 func (f failed) Unwrap() error { return f.error }
 
-// statementOutcome maps a statement's error to what the breaker records.
-func (g *Guard) statementOutcome(ctx context.Context, err error) error {
+// statementOutcome maps the error of the statement p admitted to what the
+// breaker records. A statement ended by its deadline, or another timeout,
+// is a failure only when it ran at least twice as long as the statements
+// the server answered (their moving average; with Config.Breaker.SlowCall
+// off, when Enter noted its start): one whose caller's deadline came
+// sooner (it waited for its connection, or the server is slow but
+// answering) says nothing against the server, and is not recorded. On a
+// frozen server the statements under way run until their deadline.
+func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err error) error {
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) || errors.Is(err, resilience.ErrRejected) {
 		return errNotRecorded
 	}
@@ -185,11 +274,23 @@ func (g *Guard) statementOutcome(ctx context.Context, err error) error {
 	switch {
 	case v.Canceled:
 		return context.Canceled
+	case v.Timeout && g.shortRun(p):
+		return errNotRecorded
 	case v.IsFailure():
 		g.failures.Add(1)
 		return failed{err}
 	}
 	return nil // the server answered
+}
+
+// shortRun reports whether the statement p admitted, ending now, ran less
+// than longRun typical runs; false when either is unknown.
+func (g *Guard) shortRun(p resilience.Permit) bool {
+	typical := g.typical.Load()
+	if g.c.Breaker.SlowCall != 0 || p.Since == 0 || typical == 0 {
+		return false
+	}
+	return g.nanos()-p.Since < longRun*typical
 }
 
 // isFailure is the breaker's IsFailure: a statement judged by Exit, or a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
@@ -107,5 +108,87 @@ func TestBreakerOff(t *testing.T) {
 	}
 	if s := f.g.Stats(); s.BreakerOn || s.StatementFailures != 0 || f.g.Breaker() != nil {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestHalfOpenAdmitsOneTake checks that, while the circuit is half-open
+// and no probe has entered yet, Admit lets one take at a time into the
+// pool, rejecting the others with ErrHalfOpenFull and a retry-after time:
+// on a frozen server, the pool's slots are held by statements and
+// sessions that do not end, so every take let in waits out its deadline;
+// one take a time is the probe, the others fail fast. Once the take is
+// done, the next one is admitted; with the circuit closed, all are.
+func TestHalfOpenAdmitsOneTake(t *testing.T) {
+	f := newFixture(t, dbguard.Config{})
+	for range 3 {
+		done, err := f.g.Admit()
+		if err != nil {
+			t.Fatalf("closed: %v", err)
+		}
+		defer done()
+	}
+	f.statements(10, nil)
+	f.statements(10, errLost)
+	f.clk.Set(f.clk.Now().Add(dbguard.DefaultOpenDelay))
+
+	done, err := f.g.Admit()
+	if err != nil {
+		t.Fatalf("the first take while half-open: %v", err)
+	}
+	var rej *resilience.RejectedError
+	_, err = f.g.Admit()
+	if !isRejection(err, breaker.ErrHalfOpenFull) || !errors.As(err, &rej) || !rej.RetryAt.After(f.clk.Now()) {
+		t.Fatalf("a second take while the first waits: %v; want ErrHalfOpenFull with a retry-after time", err)
+	}
+	done()
+	done()
+	done2, err := f.g.Admit()
+	if err != nil {
+		t.Fatalf("the next take once the first is done: %v", err)
+	}
+	if _, err := f.g.Admit(); !isRejection(err, breaker.ErrHalfOpenFull) {
+		t.Fatalf("done twice freed two admissions: %v", err)
+	}
+	done2()
+}
+
+// TestDeadlineCountsWhenTheStatementRanLong checks that a statement ended
+// by its deadline counts as a failure only when it ran at least twice as
+// long as the statements the server answered: on a frozen server the
+// statements under way run until their deadline and open the circuit; on a
+// slow but healthy one a statement whose caller had less time left than
+// the server takes says nothing against the server.
+func TestDeadlineCountsWhenTheStatementRanLong(t *testing.T) {
+	ctx := context.Background()
+	for _, frozen := range []bool{true, false} {
+		t.Run(map[bool]string{true: "frozen", false: "slow"}[frozen], func(t *testing.T) {
+			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+			p, err := f.g.Enter(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Set(f.clk.Now().Add(200 * time.Millisecond))
+			f.g.Exit(ctx, p, nil) // the server answers in 200ms
+			var ps []resilience.Permit
+			for range 4 {
+				p, err := f.g.Enter(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			run := 150 * time.Millisecond
+			if frozen {
+				run = time.Second
+			}
+			f.clk.Set(f.clk.Now().Add(run))
+			for _, p := range ps {
+				f.g.Exit(ctx, p, context.DeadlineExceeded)
+			}
+			s := f.g.Stats()
+			if opened := s.Breaker.State == breaker.Open; opened != frozen {
+				t.Fatalf("state %v (%d statement failures); want open %v", s.Breaker.State, s.StatementFailures, frozen)
+			}
+		})
 	}
 }

@@ -171,16 +171,20 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // refuses: while the circuit is open it fails at once with the breaker's
 // *resilience.RejectedError (errors.Is breaker.ErrOpen, with RetryAfter),
 // so that a caller of a dead or frozen server neither waits for a
-// connection nor takes an idle one. A refused or failed take returns the
+// connection nor takes an idle one; while it is half-open, one caller at a
+// time goes into the pool (dbguard.Guard.Admit), the others fail at once
+// with breaker.ErrHalfOpenFull. A refused or failed take returns the
 // pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed, a
 // *pool.WaitError, a *pool.OverloadError, a *pool.CreateError when the
 // take failed fast while creations fail), or the real driver's own error
 // when making a connection for this caller failed (see takeError).
 func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) {
-	if err := c.guard.Check(); err != nil {
+	done, err := c.guard.Admit()
+	if err != nil {
 		return pool.Handle[driver.Conn]{}, err
 	}
 	h, err := c.pool.Take(ctx)
+	done()
 	if err != nil {
 		return h, takeError(err)
 	}

@@ -25,6 +25,10 @@
 //     Max_used_connections).
 //  4. frozen: the server is stopped with SIGSTOP for 5 s: the share of calls
 //     that wait their full deadline.
+//     The slow and frozen scenarios run a second time with polite callers:
+//     after an error they wait the retry-after time it carries, or an
+//     overload error's mean hold, at most the deadline (the same rule for
+//     every client; the plain drivers' errors carry none).
 //  5. leak: a query's rows never closed, then a *sql.Conn dropped with its
 //     rows open (for pgxpool: pool.Query's rows; a *pgxpool.Conn): whether
 //     each is reported with the stack of the code that took it, whether the

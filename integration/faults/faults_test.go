@@ -26,12 +26,14 @@ const (
 // scenarios run in this order, each for every client on every server kind
 // it runs on.
 var scenarios = []scenario{
-	{"kill", runKill, "", ""},
-	{"limit", runLimit, "", ""},
-	{"slow", runSlow, "", ""},
-	{"frozen", runFrozen, "", ""},
+	{"kill", runKill, "", "", eager},
+	{"limit", runLimit, "", "", eager},
+	{"slow", runSlow, "", "", eager},
+	{"frozen", runFrozen, "", "", eager},
+	{"slow-polite", runSlow, "", "", polite},
+	{"frozen-polite", runFrozen, "", "", polite},
 	{"leak", runLeak, "respool_leak_stack=on",
-		"as a user hunting a leak would: off by default, the taker's stack costs about 1.7 µs a query"},
+		"as a user hunting a leak would: off by default, the taker's stack costs about 1.7 µs a query", eager},
 }
 
 type scenario struct {
@@ -40,6 +42,8 @@ type scenario struct {
 	// respoolKeys are DSN keys respool runs the scenario with, beyond
 	// poolKeys, for the reason keysWhy; the report's caption says so.
 	respoolKeys, keysWhy string
+	// callers is how the scenario's callers call again after an error.
+	callers callerModel
 }
 
 // outcome is what a scenario measured for one client on one server.
@@ -56,6 +60,7 @@ type run struct {
 	ctx   context.Context
 	c     client
 	keys  string // respool's DSN keys beyond poolKeys (scenario.respoolKeys)
+	model callerModel
 	set   *serverSet
 	admin map[*servers.Server]*sql.DB // of set's servers (see openAdmin)
 }
@@ -82,7 +87,7 @@ func TestFaults(t *testing.T) {
 					rep.addColumn(col)
 					t.Run(col.String(), func(t *testing.T) {
 						ran[sc.name+" for "+col.String()] = true
-						r := &run{t: t, ctx: suiteCtx, c: c, keys: sc.respoolKeys, set: set, admin: admin}
+						r := &run{t: t, ctx: suiteCtx, c: c, keys: sc.respoolKeys, model: sc.callers, set: set, admin: admin}
 						o := sc.run(r)
 						rep.add(sc.name, col, o)
 						for _, cl := range o.cells() {
@@ -163,7 +168,7 @@ func (r *run) open(s *servers.Server) (pool, *servers.Proxy) {
 func (r *run) warmLoad(s *servers.Server, q string) (pool, *servers.Proxy, *load) {
 	r.t.Helper()
 	p, px := r.open(s)
-	l := startLoad(p, q)
+	l := startLoad(p, q, r.model)
 	r.t.Cleanup(func() { _ = l.finish() })
 	if err := l.waitAllOK(r.ctx, l.t0, warmBound); err != nil {
 		r.t.Fatalf("before the fault: %v", err)

@@ -10,6 +10,7 @@ import (
 const fullDeadline = callDeadline * 95 / 100
 
 type frozenOutcome struct {
+	model             callerModel
 	calls, waitedFull int // calls started while frozen, at least callDeadline before the thaw
 }
 
@@ -38,7 +39,7 @@ func runFrozen(r *run) outcome {
 	recoverErr := l.waitAllOK(r.ctx, thawedAt, recoverBound)
 	r.finish(l)
 
-	o := &frozenOutcome{}
+	o := &frozenOutcome{model: r.model}
 	for _, c := range l.started(l.at(frozen), l.at(thawedAt)-callDeadline) {
 		o.calls++
 		if c.latency() >= fullDeadline {
@@ -57,6 +58,6 @@ func runFrozen(r *run) outcome {
 func (o *frozenOutcome) share() float64 { return float64(o.waitedFull) / float64(max(o.calls, 1)) }
 
 func (o *frozenOutcome) cells() []cell {
-	return []cell{{fmt.Sprintf("frozen %v: calls that wait their full deadline", faultWindow),
+	return []cell{{fmt.Sprintf("frozen %v%s: calls that wait their full deadline", faultWindow, o.model.label()),
 		fmt.Sprintf("%s (%d of %d)", percent(o.waitedFull, o.calls), o.waitedFull, o.calls)}}
 }

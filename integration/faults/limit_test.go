@@ -53,7 +53,7 @@ func runLimit(r *run) outcome {
 		}
 		return st["Aborted_connects"]
 	}
-	l := startLoad(p, sleepQuery(s.Kind, limitQuery))
+	l := startLoad(p, sleepQuery(s.Kind, limitQuery), r.model)
 	defer func() { _ = l.finish() }()
 	r.window(limitRamp)
 	from, attempts0, aborted0, logs0 := time.Now(), px.Accepted(), aborted(), len(p.logged())

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	rpool "github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 const (
@@ -25,9 +28,36 @@ type call struct {
 
 func (c call) latency() time.Duration { return c.end - c.start }
 
+// callerModel is how callers call again after an error.
+type callerModel int
+
+const (
+	// eager callers call again at once after an error.
+	eager callerModel = iota
+	// polite callers wait, after an error, for as long as the error says a
+	// call cannot succeed (callBackoff); the same rule for every client.
+	polite
+)
+
+// label is the model's suffix in the report's rows: none for eager
+// callers.
+func (m callerModel) label() string {
+	if m == polite {
+		return ", polite callers"
+	}
+	return ""
+}
+
+// politeRule is the report caption's account of polite callers.
+const politeRule = "rows marked \"polite callers\" run the same scenario with callers that, after an error, wait " +
+	"until the retry-after time the error carries (resilience.RetryAfter: a breaker open until then, creations held back " +
+	"until then) or, after respool's *pool.OverloadError, its measured mean hold, at most the call's deadline; " +
+	"errors that carry no such time (every error of pgx stdlib, pgxpool and mysql) are followed by the next call at once"
+
 // load is callers goroutines calling a pool back to back, each call with
-// callDeadline.
+// callDeadline; polite callers wait after an error (see callerModel).
 type load struct {
+	model    callerModel
 	t0       time.Time
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -36,8 +66,8 @@ type load struct {
 	lastOK   []atomic.Int64 // per caller: end of its latest success, ns since t0; -1 before any
 }
 
-func startLoad(p pool, q string) *load {
-	l := &load{t0: time.Now(), stop: make(chan struct{}), calls: make([][]call, callers),
+func startLoad(p pool, q string, model callerModel) *load {
+	l := &load{model: model, t0: time.Now(), stop: make(chan struct{}), calls: make([][]call, callers),
 		lastOK: make([]atomic.Int64, callers)}
 	for i := range callers {
 		l.lastOK[i].Store(-1)
@@ -65,7 +95,44 @@ func (l *load) caller(i int, p pool, q string) {
 			l.lastOK[i].Store(int64(end))
 		}
 		l.calls[i] = append(l.calls[i], c)
+		if err != nil && l.model == polite && !l.backOff(err) {
+			return
+		}
 	}
+}
+
+// backOff waits for callBackoff(err); it reports false if the load was
+// stopped meanwhile.
+func (l *load) backOff(err error) bool {
+	d := callBackoff(err)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.stop:
+		return false
+	}
+}
+
+// callBackoff is how long a polite caller waits after err before it calls
+// again: until the retry-after time the error carries
+// (resilience.RetryAfter), or, for a pool that failed the call fast because
+// it could not serve it before its deadline (*pool.OverloadError), the mean
+// hold it measured; at most callDeadline. Other errors carry no such time:
+// the caller calls again at once.
+func callBackoff(err error) time.Duration {
+	var d time.Duration
+	var overload *rpool.OverloadError
+	if at, ok := resilience.RetryAfter(err); ok {
+		d = time.Until(at)
+	} else if errors.As(err, &overload) {
+		d = overload.Hold
+	}
+	return min(d, callDeadline)
 }
 
 // at returns t as a time since the load began.

@@ -111,6 +111,12 @@ func (r *report) table(took time.Duration, scenarios []scenario) string {
 		}
 	}
 	b.WriteString(".\n")
+	for _, sc := range scenarios {
+		if sc.callers == polite {
+			b.WriteString("Callers call again at once after an error; " + politeRule + ".\n")
+			break
+		}
+	}
 	return b.String()
 }
 

@@ -14,6 +14,7 @@ const (
 )
 
 type slowOutcome struct {
+	model         callerModel
 	okPerSec      float64
 	errors        string // of the calls that started in the window
 	peakSampled   int    // server sessions, sampled every sampleEvery
@@ -52,7 +53,7 @@ func measureSlow(r *run, window time.Duration) *slowOutcome {
 	}
 	sm := startSampler(s, admin)
 	p, _ := r.open(s)
-	l := startLoad(p, sleepQuery(s.Kind, slowQuery))
+	l := startLoad(p, sleepQuery(s.Kind, slowQuery), r.model)
 	defer func() { _ = l.finish() }()
 	r.window(slowRamp)
 	from := time.Now()
@@ -67,6 +68,7 @@ func measureSlow(r *run, window time.Duration) *slowOutcome {
 	}
 
 	o := &slowOutcome{
+		model:    r.model,
 		okPerSec: float64(succeeded(l.ended(l.at(from), l.at(to)))) / to.Sub(from).Seconds(),
 		errors:   errorShares(l.started(l.at(from), l.at(to))),
 	}
@@ -93,10 +95,10 @@ func measureSlow(r *run, window time.Duration) *slowOutcome {
 
 func (o *slowOutcome) cells() []cell {
 	return []cell{
-		{fmt.Sprintf("slow (%v queries, %v deadline): ok/s of %d", slowQuery, callDeadline, poolSize*int(time.Second/slowQuery)),
-			fmt.Sprintf("%.1f", o.okPerSec)},
-		{"slow: errors callers see (share of calls)", o.errors},
-		{fmt.Sprintf("slow: peak server sessions for a pool of %d, sampled / server's count", poolSize),
+		{fmt.Sprintf("slow%s (%v queries, %v deadline): ok/s of %d", o.model.label(), slowQuery, callDeadline,
+			poolSize*int(time.Second/slowQuery)), fmt.Sprintf("%.1f", o.okPerSec)},
+		{"slow" + o.model.label() + ": errors callers see (share of calls)", o.errors},
+		{fmt.Sprintf("slow%s: peak server sessions for a pool of %d, sampled / server's count", o.model.label(), poolSize),
 			fmt.Sprintf("%d / %d (%s)", o.peakSampled, o.peakServer, o.serverCounter)},
 	}
 }
