@@ -1,83 +1,15 @@
 package driver
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/respool/respool/internal/pgxdial/pgxdialtest"
 )
-
-// startClosingServer listens on loopback and, for every connection, reads
-// what the client sends first (a startup message) and closes: a server that
-// goes away after accepting, as one shutting down or past its limit.
-func startClosingServer(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Read(make([]byte, 512))
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-	})
-	return ln
-}
-
-// terminateWriter passes writes on and reports pgx's Terminate message,
-// which pgconn's asyncClose sends after its cancel request.
-type terminateWriter struct {
-	io.Writer
-	sent chan<- struct{}
-}
-
-func (w terminateWriter) Write(b []byte) (int, error) {
-	if bytes.Contains(b, pgProtocol.goodbye) {
-		select {
-		case w.sent <- struct{}{}:
-		default:
-		}
-	}
-	return w.Writer.Write(b)
-}
-
-// countingPgxConfig parses dsn with a dial function that counts its calls
-// and a frontend that reports pgx's Terminate on terminated.
-func countingPgxConfig(t *testing.T, dsn string, dials *atomic.Int32, terminated chan<- struct{}) *pgx.ConnConfig {
-	t.Helper()
-	pc, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dial := pc.DialFunc
-	pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return dial(ctx, network, addr)
-	}
-	pc.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
-		return pgproto3.NewFrontend(r, terminateWriter{Writer: w, sent: terminated})
-	}
-	return pc
-}
 
 // TestPgxFailedStartupSendsNoCancelRequest: pgconn answers a connection
 // that fails during its startup (asyncClose) with a cancel request, a
@@ -85,10 +17,10 @@ func countingPgxConfig(t *testing.T, dsn string, dials *atomic.Int32, terminated
 // refuses that dial: one connection attempt, one dial.
 func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
 	for _, endWait := range []time.Duration{DefaultSessionEndWait, -1} {
-		ln := startClosingServer(t)
+		ln := pgxdialtest.ClosingServer(t)
 		var dials atomic.Int32
 		terminated := make(chan struct{}, 1)
-		pc := countingPgxConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &dials, terminated)
+		pc := pgxdialtest.CountingConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &dials, terminated)
 		ctx, _ := withDialLog(context.Background())
 		if _, err := pgxConnector(pc, DefaultCancelWait, endWait).Connect(ctx); err == nil {
 			t.Fatal("Connect to a server that closes at once succeeded")
@@ -104,65 +36,14 @@ func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
 	}
 }
 
-// startStartupServer is a PostgreSQL server as far as pgx's startup goes:
-// it accepts every connection, completes the startup with session key pid,
-// and reads until the client goes away. It reports the pid of every cancel
-// request it gets on cancels.
-func startStartupServer(t *testing.T, pid uint32, cancels chan<- uint32) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sessions sync.WaitGroup
-	sessions.Add(1)
-	go func() {
-		defer sessions.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			sessions.Go(func() { serveStartup(c, pid, cancels) })
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		sessions.Wait()
-	})
-	return ln
-}
-
-func serveStartup(c net.Conn, pid uint32, cancels chan<- uint32) {
-	defer c.Close()
-	b := pgproto3.NewBackend(c, c)
-	msg, err := b.ReceiveStartupMessage()
-	if err != nil {
-		return
-	}
-	switch msg := msg.(type) {
-	case *pgproto3.CancelRequest:
-		cancels <- msg.ProcessID
-		return
-	case *pgproto3.StartupMessage:
-		b.Send(&pgproto3.AuthenticationOk{})
-		b.Send(&pgproto3.BackendKeyData{ProcessID: pid, SecretKey: []byte{1, 2, 3, 4}})
-		b.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
-		if b.Flush() != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, c)
-	}
-}
-
 // TestPgxStartedConnectionSendsCancelRequests: once the startup finished,
 // a cancel request is dialed as pgx means it.
 func TestPgxStartedConnectionSendsCancelRequests(t *testing.T) {
 	const pid = 4242
 	cancels := make(chan uint32, 1)
-	ln := startStartupServer(t, pid, cancels)
+	ln := pgxdialtest.StartupServer(t, pid, cancels)
 	var dials atomic.Int32
-	pc := countingPgxConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &dials, make(chan struct{}, 1))
+	pc := pgxdialtest.CountingConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &dials, make(chan struct{}, 1))
 	ctx, _ := withDialLog(context.Background())
 	c, err := pgxConnector(pc, DefaultCancelWait, -1).Connect(ctx)
 	if err != nil {
