@@ -11,15 +11,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// ClosingServer listens on loopback and, for every connection, reads what
+// closingServer listens on loopback and, for every connection, reads what
 // the client sends first (a startup message) and closes: a server that goes
 // away after accepting, as one shutting down or past its limit.
-func ClosingServer(t *testing.T) net.Listener {
+func closingServer(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,10 +66,10 @@ func (w terminateWriter) Write(b []byte) (int, error) {
 	return w.Writer.Write(b)
 }
 
-// CountingConfig parses dsn with a dial function that counts its calls on
+// countingConfig parses dsn with a dial function that counts its calls on
 // dials and a frontend that reports pgx's Terminate on terminated (give it
 // room for one: a report that finds it full is dropped).
-func CountingConfig(t *testing.T, dsn string, dials *atomic.Int32, terminated chan<- struct{}) *pgx.ConnConfig {
+func countingConfig(t *testing.T, dsn string, dials *atomic.Int32, terminated chan<- struct{}) *pgx.ConnConfig {
 	t.Helper()
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -84,11 +86,11 @@ func CountingConfig(t *testing.T, dsn string, dials *atomic.Int32, terminated ch
 	return pc
 }
 
-// StartupServer is a PostgreSQL server as far as pgx's startup goes: it
+// startupServer is a PostgreSQL server as far as pgx's startup goes: it
 // accepts every connection, completes the startup with session key pid,
 // and reads until the client goes away. It reports the pid of every cancel
 // request it gets on cancels.
-func StartupServer(t *testing.T, pid uint32, cancels chan<- uint32) net.Listener {
+func startupServer(t *testing.T, pid uint32, cancels chan<- uint32) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,5 +134,74 @@ func serveStartup(c net.Conn, pid uint32, cancels chan<- uint32) {
 			return
 		}
 		_, _ = io.Copy(io.Discard, c)
+	}
+}
+
+// FailedStartup is a closingServer and a countingConfig for it: every
+// connection attempt with Config fails during its startup.
+type FailedStartup struct {
+	Config     *pgx.ConnConfig
+	dials      atomic.Int32
+	terminated chan struct{}
+}
+
+// NewFailedStartup starts a closingServer and returns its FailedStartup.
+func NewFailedStartup(t *testing.T) *FailedStartup {
+	t.Helper()
+	ln := closingServer(t)
+	s := &FailedStartup{terminated: make(chan struct{}, 1)}
+	s.Config = countingConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &s.dials, s.terminated)
+	return s
+}
+
+// ExpectNoCancelRequest waits, after one failed connection attempt with
+// s.Config, until pgx said Terminate (pgconn's asyncClose is past its
+// cancel request then) and fails t unless there was one dial: the
+// attempt's, no cancel request.
+func (s *FailedStartup) ExpectNoCancelRequest(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.terminated:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pgx sent no Terminate after the failed startup")
+	}
+	if n := s.dials.Load(); n != 1 {
+		t.Errorf("%d dials for one failed connection attempt; want 1 (no cancel request)", n)
+	}
+}
+
+// startedPID is the session key of a Started server's connections.
+const startedPID = 4242
+
+// Started is a startupServer and a countingConfig for it: every connection
+// attempt with Config finishes its startup.
+type Started struct {
+	Config  *pgx.ConnConfig
+	dials   atomic.Int32
+	cancels chan uint32
+}
+
+// NewStarted starts a startupServer and returns its Started.
+func NewStarted(t *testing.T) *Started {
+	t.Helper()
+	s := &Started{cancels: make(chan uint32, 1)}
+	ln := startupServer(t, startedPID, s.cancels)
+	s.Config = countingConfig(t, "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable", &s.dials, make(chan struct{}, 1))
+	return s
+}
+
+// ExpectCancelRequest sends a cancel request for c, the one connection
+// made with s.Config, and fails t unless the server got it for c's session
+// and there were two dials: the connection's and its cancel request's.
+func (s *Started) ExpectCancelRequest(t *testing.T, c *pgconn.PgConn) {
+	t.Helper()
+	if err := c.CancelRequest(context.Background()); err != nil {
+		t.Fatalf("CancelRequest of a started connection: %v", err)
+	}
+	if got := <-s.cancels; got != startedPID {
+		t.Errorf("the server got a cancel request for pid %d; want %d", got, startedPID)
+	}
+	if n := s.dials.Load(); n != 2 {
+		t.Errorf("%d dials; want 2: the connection and its cancel request", n)
 	}
 }
