@@ -3,9 +3,7 @@ package driver
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -13,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/respool/respool/internal/pgxdial"
 )
 
 // Defaults of Config.CancelWait and Config.SessionEndWait.
@@ -82,41 +82,15 @@ func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.
 	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(startedCancelsOnly))
 }
 
-// errNoSessionToCancel is the dial of a cancel request refused by
-// startedCancelsOnly; pgconn drops it (asyncClose ignores CancelRequest's
-// error).
-var errNoSessionToCancel = errors.New("respool: no cancel request: the connection never finished its startup")
-
 // startedCancelsOnly is the BeforeConnect of respool's pgx connector: it
 // gives one connection attempt of the pool (a context from withDialLog) a
-// dial function of its own that refuses, without touching the network, to
-// dial a cancel request before the attempt's connection finished its
-// startup. pgconn closes a connection whose read fails with asyncClose,
-// which sends a cancel request first: during a startup that fails (a server
-// that closes or refuses after accepting, one going down) that is a second
-// connection to the server per attempt, with no session key to cancel and
-// no statement running. A dial with the attempt's context is the attempt's
-// own (its hosts, its TLS fallback); any other is a cancel request (pgconn
-// dials those with a context of their own).
+// dial function of its own that sends no cancel request before the
+// attempt's connection finished its startup (see
+// pgxdial.StartedCancelsOnly). A dial with the attempt's context is the
+// attempt's own.
 func startedCancelsOnly(ctx context.Context, cc *pgx.ConnConfig) error {
-	attempt, _ := ctx.Value(dialLogKey{}).(*dialLog)
-	if attempt == nil {
-		return nil
-	}
-	var started atomic.Bool
-	dial, afterConnect := cc.DialFunc, cc.AfterConnect
-	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if !started.Load() && ctx.Value(dialLogKey{}) != attempt {
-			return nil, errNoSessionToCancel
-		}
-		return dial(ctx, network, addr)
-	}
-	cc.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
-		started.Store(true)
-		if afterConnect != nil {
-			return afterConnect(ctx, c)
-		}
-		return nil
+	if attempt, _ := ctx.Value(dialLogKey{}).(*dialLog); attempt != nil {
+		pgxdial.StartedCancelsOnly(cc, func(ctx context.Context) bool { return ctx.Value(dialLogKey{}) == attempt })
 	}
 	return nil
 }

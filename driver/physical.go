@@ -3,7 +3,10 @@ package driver
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"sync/atomic"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory"
@@ -73,13 +76,16 @@ func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
 // still runs (a cancelled statement go-sql-driver/mysql walked away from)
 // counts against the pool's maximum until it ends.
 //
+// A go-sql-driver/mysql connection that closed its socket without saying
+// goodbye is closed (see closedAnyway).
+//
 // A connection still attached to a conn is one the pool reclaims as leaked
 // (its Handle was lost with the rows that held it; a conn gives a connection
 // back before it detaches): the conn is told, and the connection closed
 // under its lock.
 func (f physFactory) Destroy(c driver.Conn) error {
 	pc := c.(*physConn)
-	closeConn := func() error { return f.real.Destroy(pc.Conn) }
+	closeConn := func() error { return closedAnyway(f.real.Destroy(pc.Conn)) }
 	var err error
 	if shell := pc.shell.Load(); shell != nil {
 		err = shell.reclaim(pc, closeConn)
@@ -87,6 +93,17 @@ func (f physFactory) Destroy(c driver.Conn) error {
 		err = closeConn()
 	}
 	pc.wire.awaitSessionEnd()
+	return err
+}
+
+// closedAnyway returns the error of a real connection's Close, nil for
+// one that closed the connection all the same: go-sql-driver/mysql's Close
+// of a connection whose rows were never read (one the pool reclaims as
+// leaked) cannot send COM_QUIT (mysql.ErrBusyBuffer) but closes the socket.
+func closedAnyway(err error) error {
+	if errors.Is(err, mysql.ErrBusyBuffer) {
+		return nil
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool/factory"
+	"github.com/respool/respool/internal/pgxdial"
 )
 
 // destroyTimeout bounds the polite close of a connection.
@@ -47,9 +48,16 @@ func New(connString string) (*Factory, error) {
 	return &Factory{Config: cfg}, nil
 }
 
-// Create connects, bounded by ctx.
+// attemptKey marks the context of one Create (see pgxdial.StartedCancelsOnly).
+type attemptKey struct{}
+
+// Create connects, bounded by ctx. A connection whose startup fails sends
+// no cancel request (see pgxdial.StartedCancelsOnly): there is no session
+// to cancel.
 func (f *Factory) Create(ctx context.Context) (*pgx.Conn, error) {
-	return pgx.ConnectConfig(ctx, f.Config.Copy())
+	cc, attempt := f.Config.Copy(), new(byte)
+	pgxdial.StartedCancelsOnly(cc, func(ctx context.Context) bool { return ctx.Value(attemptKey{}) == attempt })
+	return pgx.ConnectConfig(context.WithValue(ctx, attemptKey{}, attempt), cc)
 }
 
 // Validate rejects a closed connection or one left inside a transaction.

@@ -1,0 +1,7 @@
+// Package pgxdial is the dial-side care respool gives pgx connections,
+// shared by the database/sql driver and factory/pgxfactory: no cancel
+// request for a connection that never finished its startup
+// (StartedCancelsOnly).
+//
+// It imports no other respool package.
+package pgxdial
