@@ -29,10 +29,10 @@ test-integration: ## tests against real PostgreSQL and MariaDB servers started o
 	bash scripts/ensure-mariadb.sh
 	cd integration && $(GO) test -race -count=1 ./...
 
-faults: ## the fault suite alone (issue 9; ~2 min): every pool under kill, limit, slow, frozen and leak, printed as a table; RESPOOL_FAULT_TARGETS=1 asserts respool's targets
+faults: ## the fault suite alone (issue 9; ~3 min): every pool under kill, limit, slow, frozen (eager and polite callers) and leak, printed as a table; RESPOOL_FAULT_TARGETS=1 asserts respool's targets
 	bash scripts/ensure-mariadb.sh
 	rm -f $(FAULTS_REPORT)
-	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 5m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
+	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 8m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
 		status=$$?; echo; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
 
 lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)

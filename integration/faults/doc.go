@@ -45,10 +45,11 @@
 //
 // Each scenario's windows are fixed; every wait for a state (callers
 // recovered, sessions ended, a server ready) polls with a deadline. The
-// whole suite takes about two minutes on two cores, servers' start included,
-// and stops by itself: its scenarios end within suiteBound (3½ minutes from
-// its start), failing if a client or server does not come back, and its
-// servers stop within 30 s more.
+// whole suite takes about three minutes on two cores (three and a half with
+// the race detector), servers' start included, and stops by itself: its
+// scenarios end within suiteBound (6 minutes from its start), failing if a
+// client or server does not come back, and its servers stop within 30 s
+// more.
 //
 // # Targets
 //
