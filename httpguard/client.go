@@ -44,13 +44,16 @@ func (e *StatusError) RetryAfter() time.Time { return e.RetryAt }
 // (429 or 503) asks for the wait of its Retry-After (d is 0, the pause's
 // DefaultPause, without one). Give it as pause.Config.Classify to a Pause
 // of your own.
-func SlowDown(err error) (d time.Duration, ok bool) {
+func SlowDown(err error) (d time.Duration, ok bool) { return slowDownAt(err, time.Now()) }
+
+// slowDownAt is SlowDown at now: the wait until RetryAt, at least 1ms.
+func slowDownAt(err error, now time.Time) (d time.Duration, ok bool) {
 	var se *StatusError
 	if !errors.As(err, &se) {
 		return 0, false
 	}
 	if !se.RetryAt.IsZero() {
-		d = max(time.Until(se.RetryAt), time.Millisecond)
+		d = max(se.RetryAt.Sub(now), time.Millisecond)
 	}
 	return d, true
 }
@@ -118,16 +121,7 @@ func NewTransport(c TransportConfig) (*Transport, error) {
 }
 
 // slowDown is SlowDown on the Transport's clock.
-func (t *Transport) slowDown(err error) (time.Duration, bool) {
-	var se *StatusError
-	if !errors.As(err, &se) {
-		return 0, false
-	}
-	if se.RetryAt.IsZero() {
-		return 0, true
-	}
-	return max(se.RetryAt.Sub(t.clock.Now()), time.Millisecond), true
-}
+func (t *Transport) slowDown(err error) (time.Duration, bool) { return slowDownAt(err, t.clock.Now()) }
 
 // Pause returns the Transport's pause, for its State.
 func (t *Transport) Pause() *pause.Pause { return t.pause }
