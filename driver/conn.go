@@ -282,15 +282,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares instead
 	}
-	p, err := c.c.guard.Enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	mark := c.pc.sentMark()
-	r, err := ec.ExecContext(ctx, query, args)
-	err = c.pc.statementErr(ctx, mark, err)
-	c.c.guard.Exit(ctx, p, err)
-	return r, c.check(err)
+	return runStatement(ctx, c, func() (driver.Result, error) { return ec.ExecContext(ctx, query, args) })
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -303,18 +295,28 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	p, err := c.c.guard.Enter(ctx)
+	r, err := runStatement(ctx, c, func() (driver.Rows, error) { return qc.QueryContext(ctx, query, args) })
 	if err != nil {
 		return nil, err
 	}
+	return c.lend(r), nil
+}
+
+// runStatement runs a statement (an exec or a query) on the attached
+// connection: admitted by the Connector's breaker and its outcome recorded
+// there, its error as the caller sees it (physConn.statementErr), and a
+// broken connection noted (check).
+func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T, error) {
+	p, err := c.c.guard.Enter(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
 	mark := c.pc.sentMark()
-	r, err := qc.QueryContext(ctx, query, args)
+	r, err := run()
 	err = c.pc.statementErr(ctx, mark, err)
 	c.c.guard.Exit(ctx, p, err)
-	if err != nil {
-		return nil, c.check(err)
-	}
-	return c.lend(r), nil
+	return r, c.check(err)
 }
 
 func (c *conn) Ping(ctx context.Context) error {

@@ -230,8 +230,7 @@ func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
 // the last connection to be closed, and returns the pool's error, matching
 // context.DeadlineExceeded, if some are still in use then.
 func (c *Connector) Close() error {
-	unregister(c)
-	c.guard.Close()
+	c.retire()
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
 		return nil
@@ -239,6 +238,14 @@ func (c *Connector) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
 	return c.pool.Close(ctx)
+}
+
+// retire is what closing c does besides closing its pool (which a Group
+// closes for all its members at once): c leaves Connectors, and its
+// guard's pause timer stops.
+func (c *Connector) retire() {
+	unregister(c)
+	c.guard.Close()
 }
 
 func driverLabel(cfg Config) string {

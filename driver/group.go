@@ -116,16 +116,16 @@ func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 // *pool.Pool.
 func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
 
-// Close closes every member: their Connectors leave Connectors at once, new
-// takes fail with pool.ErrClosed, idle connections are closed and those in
-// use as they come back. It waits until every connection is closed, and
+// Close closes every member: their Connectors leave Connectors at once (and
+// their pause timers stop), new takes fail with pool.ErrClosed, idle
+// connections are closed and those in use as they come back. It waits until every connection is closed, and
 // returns nil then, or ctx's error, wrapped with how many remain, if ctx
 // ends first. The members' *sql.DBs are the caller's to close.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	g.k.StartClose()
 	for _, c := range g.members {
-		unregister(c)
+		c.retire()
 	}
 	clear(g.members)
 	g.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/clocktest"
 )
 
 // newTestGroup makes a Group for cfg and closes it when the test ends.
@@ -218,5 +219,33 @@ func TestGroupClose(t *testing.T) {
 	}
 	if s := g.Stats(); s.Total != 0 || fcP.made() != 1 || !fcP.conn(t, 1).closed.Load() {
 		t.Fatalf("after Close: total %d, primary made %d; want 0, 1 and closed", s.Total, fcP.made())
+	}
+}
+
+// Closing the Group stops each member's pause timer, as closing the
+// member's Connector does.
+func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	g, err := NewGroup(GroupConfig{Logger: quietLogger})
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	cfg := Config{Connector: &faultConnector{}}
+	cfg.Resilience.Clock = clk
+	c, err := g.Connector("a", cfg)
+	if err != nil {
+		t.Fatalf("Group.Connector: %v", err)
+	}
+	c.Guard().Pause().Hold(time.Minute, errors.New("slow down"))
+	if n := clk.Pending(); n != 1 {
+		t.Fatalf("%d timers pending while paused; want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if err := g.Close(ctx); err != nil {
+		t.Fatalf("Group.Close: %v", err)
+	}
+	if n := clk.Pending(); n != 0 {
+		t.Errorf("%d timers pending after Group.Close; want 0", n)
 	}
 }

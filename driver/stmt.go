@@ -71,16 +71,8 @@ func (s *stmt) execValues(ctx context.Context, args []driver.Value) (driver.Resu
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.c.c.guard.Enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	mark := s.c.pc.sentMark()
 	//lint:ignore SA1019 the wrapped driver has nothing newer
-	r, err := inner.Exec(args)
-	err = s.c.pc.statementErr(ctx, mark, err)
-	s.c.c.guard.Exit(ctx, p, err)
-	return r, s.c.check(err)
+	return runStatement(ctx, s.c, func() (driver.Result, error) { return inner.Exec(args) })
 }
 
 // Query is the pre-context form.
@@ -97,17 +89,10 @@ func (s *stmt) queryValues(ctx context.Context, args []driver.Value) (driver.Row
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.c.c.guard.Enter(ctx)
+	//lint:ignore SA1019 the wrapped driver has nothing newer
+	r, err := runStatement(ctx, s.c, func() (driver.Rows, error) { return inner.Query(args) })
 	if err != nil {
 		return nil, err
-	}
-	mark := s.c.pc.sentMark()
-	//lint:ignore SA1019 the wrapped driver has nothing newer
-	r, err := inner.Query(args)
-	err = s.c.pc.statementErr(ctx, mark, err)
-	s.c.c.guard.Exit(ctx, p, err)
-	if err != nil {
-		return nil, s.c.check(err)
 	}
 	return s.c.lend(r), nil
 }
@@ -120,15 +105,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	if ec, ok := inner.(driver.StmtExecContext); ok {
-		p, err := s.c.c.guard.Enter(ctx)
-		if err != nil {
-			return nil, err
-		}
-		mark := s.c.pc.sentMark()
-		r, err := ec.ExecContext(ctx, args)
-		err = s.c.pc.statementErr(ctx, mark, err)
-		s.c.c.guard.Exit(ctx, p, err)
-		return r, s.c.check(err)
+		return runStatement(ctx, s.c, func() (driver.Result, error) { return ec.ExecContext(ctx, args) })
 	}
 	values, err := plainValues(ctx, args)
 	if err != nil {
@@ -145,16 +122,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	if qc, ok := inner.(driver.StmtQueryContext); ok {
-		p, err := s.c.c.guard.Enter(ctx)
+		r, err := runStatement(ctx, s.c, func() (driver.Rows, error) { return qc.QueryContext(ctx, args) })
 		if err != nil {
 			return nil, err
-		}
-		mark := s.c.pc.sentMark()
-		r, err := qc.QueryContext(ctx, args)
-		err = s.c.pc.statementErr(ctx, mark, err)
-		s.c.c.guard.Exit(ctx, p, err)
-		if err != nil {
-			return nil, s.c.check(err)
 		}
 		return s.c.lend(r), nil
 	}
