@@ -27,9 +27,9 @@ func IsSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\v' || b == '\f' || b == '\r'
 }
 
-// SkipSpaces returns the index of the first byte of s[i:] that is not a
+// skipSpaces returns the index of the first byte of s[i:] that is not a
 // space, or len(s).
-func SkipSpaces(s string, i int) int {
+func skipSpaces(s string, i int) int {
 	for i < len(s) && IsSpace(s[i]) {
 		i++
 	}
@@ -42,18 +42,18 @@ func IsKeywordByte(b byte) bool {
 		b == '_' || b == '.' || b == '-'
 }
 
-// HasURLPrefix reports whether s starts as a postgres URL.
-func HasURLPrefix(s string) bool {
+// hasURLPrefix reports whether s starts as a postgres URL.
+func hasURLPrefix(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // Of tells the form of s: a postgres URL; keyword/value when s is blank or
 // starts with a keyword and '='; the mysql form otherwise.
 func Of(s string) Form {
-	if HasURLPrefix(s) {
+	if hasURLPrefix(s) {
 		return URL
 	}
-	i := SkipSpaces(s, 0)
+	i := skipSpaces(s, 0)
 	if i == len(s) {
 		return KV
 	}
@@ -64,7 +64,7 @@ func Of(s string) Form {
 	if j == i {
 		return MySQL
 	}
-	if j = SkipSpaces(s, j); j < len(s) && s[j] == '=' {
+	if j = skipSpaces(s, j); j < len(s) && s[j] == '=' {
 		return KV
 	}
 	return MySQL

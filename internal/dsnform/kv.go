@@ -25,7 +25,7 @@ const (
 // element by its position (len(toks)+1) only, since its text may be part of
 // a password.
 func KVTokens(s string) (toks []KVToken, bad int, problem string) {
-	for i := SkipSpaces(s, 0); i < len(s); i = SkipSpaces(s, i) {
+	for i := skipSpaces(s, 0); i < len(s); i = skipSpaces(s, i) {
 		start := i
 		eq := strings.IndexByte(s[i:], '=')
 		if eq < 0 {
@@ -39,7 +39,7 @@ func KVTokens(s string) (toks []KVToken, bad int, problem string) {
 		if strings.ContainsAny(key, Spaces) {
 			return toks, start, NotKeyValue
 		}
-		j := SkipSpaces(s, eq+1)
+		j := skipSpaces(s, eq+1)
 		t := KVToken{Start: start, ValStart: j, Key: key}
 		if j < len(s) && s[j] == '\'' {
 			end := QuoteEnd(s, j)
