@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/resilience"
 )
 
@@ -96,7 +97,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	rc, err := c.base.Connect(ctx)
 	if err != nil {
-		return nil, redact(err, c.secrets)
+		return nil, dsnform.RedactError(err, c.secrets)
 	}
 	cn := &conn{c: c, real: rc}
 	if attempt != nil {
@@ -141,7 +142,7 @@ func (c *Connector) set(name string, on bool) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w %s", ErrUnknownFault, quote(name))
+	return fmt.Errorf("%w %s", ErrUnknownFault, dsnform.Quote(name))
 }
 
 // Stats returns the counters of every Fault, in Config order.
@@ -269,7 +270,7 @@ func (c *Connector) openBase(name, dsn string) error {
 		c.flavor = flavorPostgres
 		base, err := pgxConnector(dsn, c.dialer)
 		if err != nil {
-			return redact(err, c.secrets)
+			return dsnform.RedactError(err, c.secrets)
 		}
 		c.base, c.dialHook = base, true
 		return nil
@@ -277,21 +278,21 @@ func (c *Connector) openBase(name, dsn string) error {
 		c.flavor = flavorMySQL
 		base, hooked, err := mysqlConnector(dsn, c.dialer)
 		if err != nil {
-			return redact(err, c.secrets)
+			return dsnform.RedactError(err, c.secrets)
 		}
 		c.base, c.dialHook = base, hooked
 		return nil
 	}
 	db, err := sql.Open(name, dsn)
 	if err != nil {
-		return redact(err, c.secrets)
+		return dsnform.RedactError(err, c.secrets)
 	}
 	d := db.Driver()
 	_ = db.Close()
 	c.flavor = flavorOf(d)
 	if dc, ok := d.(driver.DriverContext); ok {
 		if c.base, err = dc.OpenConnector(dsn); err != nil {
-			return redact(err, c.secrets)
+			return dsnform.RedactError(err, c.secrets)
 		}
 		return nil
 	}

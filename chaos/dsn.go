@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 const keyPrefix = "chaos_"
@@ -59,7 +61,7 @@ type DSNError struct {
 func (e *DSNError) Error() string {
 	switch {
 	case e.Duplicate:
-		return fmt.Sprintf("chaos: DSN key %s is given more than once: want it at most once", quote(e.Key))
+		return fmt.Sprintf("chaos: DSN key %s is given more than once: want it at most once", dsnform.Quote(e.Key))
 	case e.Accepted == "":
 		names := make([]string, len(dsnFaults))
 		for i, f := range dsnFaults {
@@ -67,23 +69,13 @@ func (e *DSNError) Error() string {
 		}
 		return fmt.Sprintf("chaos: unknown DSN key %s; valid keys: %s, %s, %s, and chaos_FAULT, chaos_FAULT_jitter "+
 			"(latency), _rate, _every, _during, _on (not connect), _off, with FAULT one of %s",
-			quote(e.Key), keyDriver, keyName, keySeed, strings.Join(names, ", "))
+			dsnform.Quote(e.Key), keyDriver, keyName, keySeed, strings.Join(names, ", "))
 	}
-	return fmt.Sprintf("chaos: DSN key %s has invalid value %s: want %s", quote(e.Key), quote(e.Value), e.Accepted)
+	return fmt.Sprintf("chaos: DSN key %s has invalid value %s: want %s", dsnform.Quote(e.Key), dsnform.Quote(e.Value), e.Accepted)
 }
 
 // Is makes errors.Is(err, ErrInvalidDSN) true.
 func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
-
-// quote quotes s like %q, cut short, so that a key or value cannot forge
-// log lines or flood them.
-func quote(s string) string {
-	const limit = 200
-	if len(s) > limit {
-		s = s[:limit] + "…"
-	}
-	return strconv.Quote(s)
-}
 
 // ParseDSN reads a chaos DSN: the wrapped driver's DSN with chaos's keys
 // added, as in
@@ -138,12 +130,12 @@ func quote(s string) string {
 // *DSNError naming the key, its value and what is accepted. Errors never
 // hold the DSN or its password.
 func ParseDSN(dsn string) (*Config, error) {
-	f := formOf(dsn)
+	f := dsnform.Of(dsn)
 	rest, params, err := split(dsn, f)
 	if err != nil {
 		return nil, err
 	}
-	cfg := &Config{DriverName: f.driver(), DSN: rest}
+	cfg := &Config{DriverName: f.Driver(), DSN: rest}
 	seen := map[string]bool{}
 	for _, p := range params {
 		if seen[p.key] {
@@ -255,7 +247,7 @@ func (cfg *Config) set(faults []*Fault, p param) error {
 		}
 		f.On = ops
 	case "_off":
-		b, ok := parseBool(v)
+		b, ok := dsnform.ParseBool(v)
 		if !ok {
 			return bad("true, false, on, off, 1 or 0")
 		}
@@ -282,7 +274,7 @@ func setMain(f *Fault, cfg *Config, v string, bad func(string) error) error {
 			case flavorMySQL:
 				return bad("a MySQL error number (such as 1213), or pg:SQLSTATE")
 			}
-			return bad("pg:SQLSTATE or mysql:NUMBER (the driver " + quote(cfg.DriverName) + " is neither pgx nor mysql)")
+			return bad("pg:SQLSTATE or mysql:NUMBER (the driver " + dsnform.Quote(cfg.DriverName) + " is neither pgx nor mysql)")
 		}
 		f.Err = err
 	case KindDrop:
@@ -295,7 +287,7 @@ func setMain(f *Fault, cfg *Config, v string, bad func(string) error) error {
 			return bad("before (nothing sent: driver.ErrBadConn) or after (sent, then the connection is lost)")
 		}
 	default: // KindRefuse, KindFreeze
-		on, ok := parseBool(v)
+		on, ok := dsnform.ParseBool(v)
 		if !ok {
 			return bad("true, false, on, off, 1 or 0")
 		}
@@ -359,14 +351,4 @@ func parseWindows(v string) ([]Window, bool) {
 		ws = append(ws, w)
 	}
 	return ws, true
-}
-
-func parseBool(v string) (value, ok bool) {
-	switch strings.ToLower(v) {
-	case "true", "on", "1":
-		return true, true
-	case "false", "off", "0":
-		return false, true
-	}
-	return false, false
 }

@@ -4,60 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
 )
-
-// form is the syntax of a DSN, told apart as respool's driver tells it (see
-// ParseDSN).
-type form uint8
-
-const (
-	formURL   form = iota + 1 // postgres:// or postgresql:// URL (pgx)
-	formKV                    // libpq keyword/value (pgx)
-	formMySQL                 // go-sql-driver/mysql, or any DSN with a ?query
-)
-
-// spaces are the bytes libpq and pgx take as whitespace.
-const spaces = " \t\n\v\f\r"
-
-func isSpace(b byte) bool { return strings.IndexByte(spaces, b) >= 0 }
-
-func skipSpaces(s string, i int) int {
-	for i < len(s) && isSpace(s[i]) {
-		i++
-	}
-	return i
-}
-
-func formOf(s string) form {
-	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
-		return formURL
-	}
-	i := skipSpaces(s, 0)
-	if i == len(s) {
-		return formKV
-	}
-	j := i
-	for j < len(s) && isKeywordByte(s[j]) {
-		j++
-	}
-	if j > i {
-		if j = skipSpaces(s, j); j < len(s) && s[j] == '=' {
-			return formKV
-		}
-	}
-	return formMySQL
-}
-
-func isKeywordByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_' || b == '.' || b == '-'
-}
-
-func (f form) driver() string {
-	if f == formMySQL {
-		return "mysql"
-	}
-	return "pgx"
-}
 
 // param is one chaos key of a DSN.
 type param struct {
@@ -65,20 +14,18 @@ type param struct {
 	ok         bool   // false: the value could not be percent-decoded (value is raw)
 }
 
-func isChaosKey(k string) bool {
-	return len(k) >= len(keyPrefix) && strings.EqualFold(k[:len(keyPrefix)], keyPrefix)
-}
+func isChaosKey(k string) bool { return dsnform.HasPrefixFold(k, keyPrefix) }
 
 // split removes the chaos keys from s, read in form f, and returns the rest
 // and the keys in order. The rest keeps the other parameters' bytes and
 // order; in the keyword/value form the kept elements are joined by one
 // space.
-func split(s string, f form) (string, []param, error) {
+func split(s string, f dsnform.Form) (string, []param, error) {
 	switch f {
-	case formURL:
+	case dsnform.URL:
 		return splitQuery(s, urlQuery(s), url.PathUnescape)
-	case formMySQL:
-		return splitQuery(s, mysqlQuery(s), url.QueryUnescape)
+	case dsnform.MySQL:
+		return splitQuery(s, dsnform.MySQLQuery(s), url.QueryUnescape)
 	}
 	return splitKV(s)
 }
@@ -95,19 +42,6 @@ func urlQuery(s string) int {
 		return i + j
 	}
 	return -1
-}
-
-// mysqlQuery returns the index of the '?' that starts the query of a
-// mysql-form DSN, or -1: the first '?' after the last '/', or the first '?'
-// when there is no '/'.
-func mysqlQuery(s string) int {
-	if slash := strings.LastIndexByte(s, '/'); slash >= 0 {
-		if q := strings.IndexByte(s[slash+1:], '?'); q >= 0 {
-			return slash + 1 + q
-		}
-		return -1
-	}
-	return strings.IndexByte(s, '?')
 }
 
 func splitQuery(s string, q int, unescape func(string) (string, error)) (string, []param, error) {
@@ -141,55 +75,24 @@ func splitQuery(s string, q int, unescape func(string) (string, error)) (string,
 	return s[:q+1] + strings.Join(kept, "&"), params, nil
 }
 
-// splitKV splits a keyword/value DSN with libpq's rules: a value is a run of
-// non-space bytes or single-quoted, and a backslash makes the next byte
-// literal. Errors name an element by its position only: its text may be a
-// password.
+// splitKV splits a keyword/value DSN with libpq's rules (see
+// dsnform.KVTokens). Errors name an element by its position only: its text
+// may be a password.
 func splitKV(s string) (string, []param, error) {
+	toks, _, problem := dsnform.KVTokens(s)
+	if problem != "" {
+		if problem == dsnform.EmptyKeyword {
+			problem = dsnform.NotKeyValue // chaos has said so of an empty keyword too
+		}
+		return "", nil, fmt.Errorf("%w: keyword/value form: element %d %s", ErrInvalidDSN, len(toks)+1, problem)
+	}
 	var kept []string
 	var params []param
-	n := 0 // elements read
-	for i := skipSpaces(s, 0); i < len(s); i = skipSpaces(s, i) {
-		n++
-		start := i
-		eq := strings.IndexByte(s[i:], '=')
-		if eq < 0 {
-			return "", nil, fmt.Errorf("%w: keyword/value form: element %d is not keyword=value", ErrInvalidDSN, n)
-		}
-		key := strings.TrimRight(s[i:i+eq], spaces)
-		if key == "" || strings.ContainsAny(key, spaces) {
-			return "", nil, fmt.Errorf("%w: keyword/value form: element %d is not keyword=value", ErrInvalidDSN, n)
-		}
-		var value strings.Builder
-		j := skipSpaces(s, i+eq+1)
-		quoted := j < len(s) && s[j] == '\''
-		if quoted {
-			j++
-		}
-		for ; j < len(s); j++ {
-			c := s[j]
-			if quoted && c == '\'' || !quoted && isSpace(c) {
-				break
-			}
-			if c == '\\' {
-				if j++; j == len(s) {
-					break
-				}
-				c = s[j]
-			}
-			value.WriteByte(c)
-		}
-		if quoted {
-			if j >= len(s) {
-				return "", nil, fmt.Errorf("%w: keyword/value form: element %d has an unterminated quoted value", ErrInvalidDSN, n)
-			}
-			j++ // the closing quote
-		}
-		i = j
-		if isChaosKey(key) {
-			params = append(params, param{key: key, value: value.String(), ok: true})
+	for _, t := range toks {
+		if isChaosKey(t.Key) {
+			params = append(params, param{key: t.Key, value: t.Value, ok: true})
 		} else {
-			kept = append(kept, s[start:j])
+			kept = append(kept, s[t.Start:t.End])
 		}
 	}
 	if params == nil {

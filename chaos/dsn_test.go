@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 func TestParseDSN(t *testing.T) {
@@ -116,7 +118,7 @@ func FuzzParseDSN(f *testing.F) {
 				}
 				continue
 			}
-			if _, params, err := split(cfg.DSN, formOf(cfg.DSN)); err == nil && len(params) > 0 && formOf(cfg.DSN) == formOf(dsn) {
+			if _, params, err := split(cfg.DSN, dsnform.Of(cfg.DSN)); err == nil && len(params) > 0 && dsnform.Of(cfg.DSN) == dsnform.Of(dsn) {
 				t.Fatalf("ParseDSN(%q) passes on %q, with chaos keys %v", dsn, cfg.DSN, params)
 			}
 		}

@@ -54,29 +54,3 @@ func secretsOf(driverName, dsn string) []string {
 	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
-
-// redact returns err with every one of secrets replaced by "xxxxx". An error
-// that shows none is returned as it is; otherwise the original stays
-// reachable through Unwrap, for errors.Is and errors.As.
-func redact(err error, secrets []string) error {
-	if err == nil || len(secrets) == 0 {
-		return err
-	}
-	msg := err.Error()
-	redacted := msg
-	for _, s := range secrets {
-		redacted = strings.ReplaceAll(redacted, s, "xxxxx")
-	}
-	if redacted == msg {
-		return err
-	}
-	return &redactedError{msg: redacted, err: err}
-}
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }

@@ -2,8 +2,9 @@ package driver
 
 import (
 	"errors"
-	"strconv"
 	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 var (
@@ -74,12 +75,5 @@ func (e *DSNError) Error() string {
 // Is makes errors.Is(err, ErrInvalidDSN) true.
 func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
 
-// quoteForError quotes s like %q, so that control characters in a key or
-// value cannot forge log lines.
-func quoteForError(s string) string {
-	const limit = 200 // a respool value is short; do not echo megabytes
-	if len(s) > limit {
-		s = s[:limit] + "…"
-	}
-	return strconv.Quote(s)
-}
+// quoteForError is dsnform.Quote, by the name config.go calls it.
+func quoteForError(s string) string { return dsnform.Quote(s) }

@@ -4,71 +4,13 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
-// dsnForm is the syntax of a DSN (see ParseDSN).
-type dsnForm uint8
-
-const (
-	dsnFormURL   dsnForm = iota + 1 // postgres:// or postgresql:// URL (pgx)
-	dsnFormKV                       // libpq keyword/value (pgx)
-	dsnFormMySQL                    // go-sql-driver/mysql, or any DSN with a ?query
-)
-
-// dsnSpaces are the bytes libpq and pgx take as whitespace.
-const dsnSpaces = " \t\n\v\f\r"
-
-// dsnDefaultDriver is the driver a DSN of form f is for, without
-// respool_driver.
-func dsnDefaultDriver(f dsnForm) string {
-	if f == dsnFormMySQL {
-		return "mysql"
-	}
-	return "pgx"
-}
-
-// dsnFormOf tells the form of s.
-func dsnFormOf(s string) dsnForm {
-	if dsnHasURLPrefix(s) {
-		return dsnFormURL
-	}
-	i := dsnSkipSpaces(s, 0)
-	if i == len(s) {
-		return dsnFormKV
-	}
-	j := i
-	for j < len(s) && dsnIsKeywordByte(s[j]) {
-		j++
-	}
-	if j == i {
-		return dsnFormMySQL
-	}
-	if j = dsnSkipSpaces(s, j); j < len(s) && s[j] == '=' {
-		return dsnFormKV
-	}
-	return dsnFormMySQL
-}
-
-func dsnHasURLPrefix(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
-func dsnIsKeywordByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
-		b == '_' || b == '.' || b == '-'
-}
-
-// dsnIsSpace reports the bytes libpq and pgx take as whitespace.
-func dsnIsSpace(b byte) bool {
-	return b == ' ' || b == '\t' || b == '\n' || b == '\v' || b == '\f' || b == '\r'
-}
-
-func dsnSkipSpaces(s string, i int) int {
-	for i < len(s) && dsnIsSpace(s[i]) {
-		i++
-	}
-	return i
-}
+// dsnFormOf tells the form of s (dsnform.Of; config.go calls it by this
+// name).
+func dsnFormOf(s string) dsnform.Form { return dsnform.Of(s) }
 
 // dsnParam is one respool key found in a DSN.
 type dsnParam struct {
@@ -81,24 +23,24 @@ type dsnParam struct {
 // ignored here, so that "RESPOOL_MAX_CONNS" is reported as a misspelling
 // instead of reaching the server.
 func dsnHasKeyPrefix(k string) bool {
-	return len(k) >= len(dsnKeyPrefix) && strings.EqualFold(k[:len(dsnKeyPrefix)], dsnKeyPrefix)
+	return dsnform.HasPrefixFold(k, dsnKeyPrefix)
 }
 
 // dsnSplit removes the respool keys from s, read in form f. It returns the
 // rest of s and the keys in the order they appear.
-func dsnSplit(s string, f dsnForm) (rest string, params []dsnParam, err error) {
+func dsnSplit(s string, f dsnform.Form) (rest string, params []dsnParam, err error) {
 	switch f {
-	case dsnFormURL:
+	case dsnform.URL:
 		q, err := dsnURLQuery(s)
 		if err != nil {
 			return "", nil, err
 		}
 		rest, params = dsnSplitQuery(s, q, url.PathUnescape)
 		return rest, params, nil
-	case dsnFormKV:
+	case dsnform.KV:
 		return dsnSplitKV(s)
 	default:
-		rest, params = dsnSplitQuery(s, dsnMySQLQuery(s), url.QueryUnescape)
+		rest, params = dsnSplitQuery(s, dsnform.MySQLQuery(s), url.QueryUnescape)
 		return rest, params, nil
 	}
 }
@@ -229,109 +171,14 @@ func dsnIndexFrom(s string, i int, chars string) int {
 	return len(s)
 }
 
-// dsnMySQLQuery returns the index of the '?' that starts the query of a
-// mysql-form DSN, or -1: the first '?' after the last '/', or the first '?'
-// when there is no '/'.
-func dsnMySQLQuery(s string) int {
-	if slash := strings.LastIndexByte(s, '/'); slash >= 0 {
-		if q := strings.IndexByte(s[slash+1:], '?'); q >= 0 {
-			return slash + 1 + q
-		}
-		return -1
+// dsnKVTokens is dsnform.KVTokens with its problem as an ErrInvalidDSN
+// error naming the element by its position only.
+func dsnKVTokens(s string) ([]dsnform.KVToken, int, error) {
+	toks, bad, problem := dsnform.KVTokens(s)
+	if problem != "" {
+		return toks, bad, fmt.Errorf("%w: keyword/value form: element %d %s", ErrInvalidDSN, len(toks)+1, problem)
 	}
-	return strings.IndexByte(s, '?')
-}
-
-// dsnKVToken is one keyword=value element of a keyword/value DSN.
-type dsnKVToken struct {
-	start    int    // index of the keyword
-	valStart int    // index of the value (its opening quote when quoted)
-	end      int    // index just after the value (after its closing quote)
-	key      string // the keyword
-	value    string // the value, unquoted and unescaped
-}
-
-// dsnKVTokens splits a keyword/value DSN as libpq does. When an element is
-// malformed it returns the elements before it, the malformed element's index
-// in s and an error; the error names the element by its position only, since
-// its text may be part of a password.
-func dsnKVTokens(s string) (toks []dsnKVToken, bad int, err error) {
-	malformed := func(start int, what string) ([]dsnKVToken, int, error) {
-		return toks, start, fmt.Errorf("%w: keyword/value form: element %d %s", ErrInvalidDSN, len(toks)+1, what)
-	}
-	for i := dsnSkipSpaces(s, 0); i < len(s); i = dsnSkipSpaces(s, i) {
-		start := i
-		eq := strings.IndexByte(s[i:], '=')
-		if eq < 0 {
-			return malformed(start, `is not keyword=value`)
-		}
-		eq += i
-		key := strings.TrimRight(s[i:eq], dsnSpaces)
-		if key == "" {
-			return malformed(start, "has an empty keyword")
-		}
-		if strings.ContainsAny(key, dsnSpaces) {
-			return malformed(start, `is not keyword=value`)
-		}
-		j := dsnSkipSpaces(s, eq+1)
-		t := dsnKVToken{start: start, valStart: j, key: key}
-		if j < len(s) && s[j] == '\'' {
-			end := dsnQuoteEnd(s, j)
-			if end < 0 {
-				return malformed(start, "has an unterminated quoted value")
-			}
-			t.value, t.end = dsnUnescapeKV(s[j+1:end-1]), end
-		} else {
-			k := j
-			for ; k < len(s) && !dsnIsSpace(s[k]); k++ {
-				if s[k] == '\\' {
-					k++
-					if k == len(s) {
-						break
-					}
-				}
-			}
-			t.value, t.end = dsnUnescapeKV(s[j:k]), k
-		}
-		toks = append(toks, t)
-		i = t.end
-	}
-	return toks, len(s), nil
-}
-
-// dsnQuoteEnd returns the index just after the quote that closes the
-// single-quoted value that starts at s[start], or -1 when no quote closes it.
-// A backslash makes the next byte literal.
-func dsnQuoteEnd(s string, start int) int {
-	for k := start + 1; k < len(s); k++ {
-		switch s[k] {
-		case '\\':
-			k++
-		case '\'':
-			return k + 1
-		}
-	}
-	return -1
-}
-
-// dsnUnescapeKV applies libpq's backslash rule: a backslash is dropped and
-// the byte after it taken literally; a final backslash is dropped.
-func dsnUnescapeKV(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' {
-			i++
-			if i == len(s) {
-				break
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return toks, bad, nil
 }
 
 // dsnSplitKV removes the respool elements of a keyword/value DSN, each with
@@ -345,8 +192,8 @@ func dsnSplitKV(s string) (string, []dsnParam, error) {
 	var params []dsnParam
 	tail := len(toks) // toks[tail:] are respool elements
 	for i, t := range toks {
-		if dsnHasKeyPrefix(t.key) {
-			params = append(params, dsnParam{key: t.key, value: t.value, valueOK: true})
+		if dsnHasKeyPrefix(t.Key) {
+			params = append(params, dsnParam{key: t.Key, value: t.Value, valueOK: true})
 			if tail == len(toks) {
 				tail = i
 			}
@@ -363,10 +210,10 @@ func dsnSplitKV(s string) (string, []dsnParam, error) {
 	var b strings.Builder
 	last := 0 // s[:last] is done
 	for _, t := range toks[:tail] {
-		if dsnHasKeyPrefix(t.key) {
-			b.WriteString(s[last:t.start])
-			last = t.end
-			if last < len(s) && dsnIsSpace(s[last]) {
+		if dsnHasKeyPrefix(t.Key) {
+			b.WriteString(s[last:t.Start])
+			last = t.End
+			if last < len(s) && dsnform.IsSpace(s[last]) {
 				last++
 			}
 		}
@@ -375,8 +222,8 @@ func dsnSplitKV(s string) (string, []dsnParam, error) {
 	if tail < len(toks) {
 		// Only separators go: not back into the previous value, whose
 		// last byte may be an escaped space.
-		end = toks[tail].start
-		for lo := max(last, toks[tail-1].end); end > lo && dsnIsSpace(s[end-1]); end-- {
+		end = toks[tail].Start
+		for lo := max(last, toks[tail-1].End); end > lo && dsnform.IsSpace(s[end-1]); end-- {
 		}
 	}
 	b.WriteString(s[last:end])

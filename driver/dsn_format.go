@@ -3,6 +3,8 @@ package driver
 import (
 	"slices"
 	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 // FormatDSN returns the DSN that ParseDSN reads back as c: c.DSN with the
@@ -33,21 +35,21 @@ func (c *Config) FormatDSN() string {
 		}
 	}
 	if len(pairs) == 0 {
-		own := dsnFormOf(c.DSN)
-		if c.DriverName == "" || c.DriverName == dsnDefaultDriver(own) && dsnReadsBack(c.DSN, own) {
+		own := dsnform.Of(c.DSN)
+		if c.DriverName == "" || c.DriverName == own.Driver() && dsnReadsBack(c.DSN, own) {
 			return c.DSN
 		}
 	}
 	// With no other key, respool_driver is written even when it names the
 	// placement's default driver: it makes ParseDSN read the placement's
 	// form.
-	withDriver := c.DriverName != "" && (c.DriverName != dsnDefaultDriver(form) || len(pairs) == 0)
+	withDriver := c.DriverName != "" && (c.DriverName != form.Driver() || len(pairs) == 0)
 	if withDriver {
 		pairs = slices.Insert(pairs, 0, [2]string{dsnKeyDriver, c.DriverName})
 	}
 
 	var b strings.Builder
-	if form == dsnFormKV {
+	if form == dsnform.KV {
 		dsnWritePairs(&b, pairs, ' ', dsnQuoteKV)
 		if c.DSN != "" {
 			b.WriteByte(' ')
@@ -55,8 +57,8 @@ func (c *Config) FormatDSN() string {
 		}
 		return b.String()
 	}
-	q := dsnMySQLQuery(c.DSN)
-	if form == dsnFormURL {
+	q := dsnform.MySQLQuery(c.DSN)
+	if form == dsnform.URL {
 		var err error
 		if q, err = dsnURLQuery(c.DSN); err != nil {
 			q = -1
@@ -89,23 +91,23 @@ func dsnWritePairs(b *strings.Builder, pairs [][2]string, sep byte, encode func(
 // dsnPlacement returns the form in which FormatDSN adds keys to d: d's own
 // form when d reads back unchanged in it (no respool key, no empty query),
 // else keyword/value when d is made of keyword=value elements.
-func dsnPlacement(d string) dsnForm {
-	if d != "" && strings.Trim(d, dsnSpaces) == "" {
+func dsnPlacement(d string) dsnform.Form {
+	if d != "" && strings.Trim(d, dsnform.Spaces) == "" {
 		// Blank: keys written in front would take the blanks with them, as
 		// the last element goes with the whitespace around it.
-		return dsnFormMySQL
+		return dsnform.MySQL
 	}
-	f := dsnFormOf(d)
+	f := dsnform.Of(d)
 	if dsnReadsBack(d, f) {
 		return f
 	}
-	if f != dsnFormKV && dsnReadsBack(d, dsnFormKV) {
-		return dsnFormKV
+	if f != dsnform.KV && dsnReadsBack(d, dsnform.KV) {
+		return dsnform.KV
 	}
 	return f
 }
 
-func dsnReadsBack(d string, f dsnForm) bool {
+func dsnReadsBack(d string, f dsnform.Form) bool {
 	rest, params, err := dsnSplit(d, f)
 	return err == nil && params == nil && rest == d
 }
@@ -113,7 +115,7 @@ func dsnReadsBack(d string, f dsnForm) bool {
 // dsnQuoteKV writes v as a libpq keyword/value value: as is when it has no
 // whitespace, quote or backslash, else single-quoted with backslash escapes.
 func dsnQuoteKV(v string) string {
-	if v != "" && !strings.ContainsAny(v, dsnSpaces+`'\`) {
+	if v != "" && !strings.ContainsAny(v, dsnform.Spaces+`'\`) {
 		return v
 	}
 	var b strings.Builder

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 )
 
@@ -235,7 +236,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		}
 		*p = d
 	case *bool:
-		b, ok := dsnParseBool(v)
+		b, ok := dsnform.ParseBool(v)
 		if !ok {
 			return false
 		}
@@ -332,14 +333,4 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 		return slog.StringValue(v), true
 	}
 	return slog.Value{}, false
-}
-
-func dsnParseBool(v string) (value, ok bool) {
-	switch strings.ToLower(v) {
-	case "true", "on", "1":
-		return true, true
-	case "false", "off", "0":
-		return false, true
-	}
-	return false, false
 }

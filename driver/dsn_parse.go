@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 )
 
@@ -100,12 +101,12 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 // respool_init_sql, which is given once per statement. Errors never hold
 // the DSN or its password.
 func ParseDSN(dsn string) (*Config, error) {
-	form := dsnFormOf(dsn)
+	form := dsnform.Of(dsn)
 	rest, params, err := dsnSplit(dsn, form)
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{DriverName: dsnDefaultDriver(form), DSN: rest}
+	c := &Config{DriverName: form.Driver(), DSN: rest}
 	given := make(map[string]*dsnParam, len(params)) // by canonical key
 	var minIdle, driverKey *dsnParam
 	for i := range params {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
@@ -984,25 +985,25 @@ func TestDSNErrorIs(t *testing.T) {
 func TestDSNFormOf(t *testing.T) {
 	tests := []struct {
 		dsn  string
-		want dsnForm
+		want dsnform.Form
 	}{
-		{"postgres://h", dsnFormURL},
-		{"postgresql://h", dsnFormURL},
-		{"host=h", dsnFormKV},
-		{"  host = h", dsnFormKV},
-		{"search.path=x", dsnFormKV},
-		{"", dsnFormKV},
-		{" \t", dsnFormKV},
-		{"u:p@tcp(h)/db", dsnFormMySQL},
-		{"/db", dsnFormMySQL},
-		{"u@/db?x=y", dsnFormMySQL},
-		{"file:app.db", dsnFormMySQL},
-		{"host h=1", dsnFormMySQL},
-		{"Postgres://h", dsnFormMySQL},
+		{"postgres://h", dsnform.URL},
+		{"postgresql://h", dsnform.URL},
+		{"host=h", dsnform.KV},
+		{"  host = h", dsnform.KV},
+		{"search.path=x", dsnform.KV},
+		{"", dsnform.KV},
+		{" \t", dsnform.KV},
+		{"u:p@tcp(h)/db", dsnform.MySQL},
+		{"/db", dsnform.MySQL},
+		{"u@/db?x=y", dsnform.MySQL},
+		{"file:app.db", dsnform.MySQL},
+		{"host h=1", dsnform.MySQL},
+		{"Postgres://h", dsnform.MySQL},
 	}
 	for _, tt := range tests {
-		if got := dsnFormOf(tt.dsn); got != tt.want {
-			t.Errorf("dsnFormOf(%q) = %d, want %d", tt.dsn, got, tt.want)
+		if got := dsnform.Of(tt.dsn); got != tt.want {
+			t.Errorf("dsnform.Of(%q) = %d, want %d", tt.dsn, got, tt.want)
 		}
 	}
 }

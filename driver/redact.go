@@ -5,10 +5,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 // dsnRedacted is what RedactDSN writes instead of a password.
-const dsnRedacted = "xxxxx"
+const dsnRedacted = dsnform.Redacted
 
 // RedactDSN returns dsn with its password replaced by "xxxxx", for logs and
 // errors. A password may hold separators that its writer forgot to encode
@@ -47,9 +49,9 @@ func RedactDSN(dsn string) string {
 	last := 0
 	for _, sp := range spans {
 		b.WriteString(dsn[last:sp.start])
-		b.WriteString(dsnRedacted)
+		b.WriteString(dsnform.Redacted)
 		last = sp.end
-		if sp.apart && last < len(dsn) && !dsnIsSpace(dsn[last]) {
+		if sp.apart && last < len(dsn) && !dsnform.IsSpace(dsn[last]) {
 			// A quoted keyword/value value may touch the next element
 			// ('x'y=1): keep them apart, as xxxxx is not quoted.
 			b.WriteByte(' ')
@@ -68,10 +70,10 @@ type dsnSpan struct {
 // dsnSecretSpans returns the parts of dsn that RedactDSN replaces, in order
 // and not overlapping.
 func dsnSecretSpans(dsn string) []dsnSpan {
-	switch dsnFormOf(dsn) {
-	case dsnFormURL:
+	switch dsnform.Of(dsn) {
+	case dsnform.URL:
 		return dsnURLSecrets(dsn)
-	case dsnFormKV:
+	case dsnform.KV:
 		return dsnKVSecrets(dsn)
 	default:
 		return dsnMySQLSecrets(dsn)
@@ -121,7 +123,7 @@ func dsnURLReading(s string, pl, at int) []dsnSpan {
 // follows the user information and the reading is in doubt, also with the
 // user information ending at the last '@'; it returns the union.
 func dsnMySQLSecrets(s string) []dsnSpan {
-	q := dsnMySQLQuery(s)
+	q := dsnform.MySQLQuery(s)
 	head := s
 	if q >= 0 {
 		head = s[:q]
@@ -155,7 +157,7 @@ func dsnMySQLSecrets(s string) []dsnSpan {
 		colon := strings.IndexByte(s[from:userEnd], ':') >= 0
 		plain := strings.IndexByte(head[at+1:], '@') < 0 // the '@'s are in the query
 		if colon || !plain || !dsnQueryWellFormed(s, q) {
-			if q = dsnMySQLQuery(s[last+1:]); q >= 0 {
+			if q = dsnform.MySQLQuery(s[last+1:]); q >= 0 {
 				q += last + 1
 			}
 			spans = dsnQuerySecrets(dsnUserinfoSecret(spans, s, from, last), s, q, url.QueryUnescape)
@@ -263,23 +265,23 @@ func dsnQuerySecrets(spans []dsnSpan, s string, q int, unescape func(string) (st
 }
 
 func dsnKVSecrets(s string) []dsnSpan {
-	toks, bad, err := dsnKVTokens(s)
+	toks, bad, problem := dsnform.KVTokens(s)
 	var spans []dsnSpan
 	for _, t := range toks {
 		switch {
-		case dsnIsSecretKey(t.key) && t.valStart < t.end:
-			spans = append(spans, dsnSpan{start: t.valStart, end: t.end, apart: true})
+		case dsnIsSecretKey(t.Key) && t.ValStart < t.End:
+			spans = append(spans, dsnSpan{start: t.ValStart, end: t.End, apart: true})
 		default:
 			// "user= password=x": libpq reads "password=x" as the user,
 			// and shows it as the user; a simpler parser reads a password.
 			// Such a password may be quoted ("user= password='a b'"): it
 			// then runs to its closing quote, or to the end of libpq's
 			// value if that is further.
-			raw := s[t.valStart:t.end]
+			raw := s[t.ValStart:t.End]
 			if k, _, ok := strings.Cut(raw, "="); ok && dsnIsSecretKey(k) && len(k)+1 < len(raw) {
-				start, end := t.valStart+len(k)+1, t.end
+				start, end := t.ValStart+len(k)+1, t.End
 				if s[start] == '\'' {
-					if q := dsnQuoteEnd(s, start); q < 0 {
+					if q := dsnform.QuoteEnd(s, start); q < 0 {
 						end = len(s)
 					} else {
 						end = max(end, q)
@@ -289,38 +291,15 @@ func dsnKVSecrets(s string) []dsnSpan {
 			}
 		}
 	}
-	if err != nil {
+	if problem != "" {
 		spans = append(spans, dsnSpan{start: bad, end: len(s)})
 	}
 	return dsnMergeSpans(spans)
 }
 
-// redactError returns err with every one of secrets (secretsOf a DSN, longest
-// first) replaced by "xxxxx". An error that shows none is returned as it is;
-// otherwise the original stays reachable through Unwrap, so errors.Is and
-// errors.As keep working.
-func redactError(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	redacted := msg
-	for _, secret := range secrets {
-		redacted = strings.ReplaceAll(redacted, secret, dsnRedacted)
-	}
-	if redacted == msg {
-		return err
-	}
-	return &redactedError{msg: redacted, err: err}
-}
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
+// redactError is dsnform.RedactError, by the name connector.go and hooks.go
+// call it.
+func redactError(err error, secrets []string) error { return dsnform.RedactError(err, secrets) }
 
 // dsnMinSecret is the length below which a secret is not searched for in
 // error messages: shorter would mangle ordinary words.
@@ -329,7 +308,7 @@ const dsnMinSecret = 3
 // dsnSecretSeparators are the bytes at which some parser may cut a password
 // that holds them, showing the pieces as a host, port, database, user or
 // parameter.
-const dsnSecretSeparators = "@/?:,#&=()[];'\"\\" + dsnSpaces
+const dsnSecretSeparators = "@/?:,#&=()[];'\"\\" + dsnform.Spaces
 
 // secretsOf returns, longest first, the texts an error might show of dsn's
 // passwords (the spans RedactDSN replaces): each as written, decoded
@@ -369,5 +348,5 @@ func dsnUnquoteKV(raw string) string {
 	if len(raw) >= 2 && raw[0] == '\'' && raw[len(raw)-1] == '\'' {
 		raw = raw[1 : len(raw)-1]
 	}
-	return dsnUnescapeKV(raw)
+	return dsnform.UnescapeKV(raw)
 }

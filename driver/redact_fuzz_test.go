@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 // fuzzSafe keeps the bytes of s that need no encoding anywhere in a DSN
@@ -14,7 +16,7 @@ import (
 func fuzzSafe(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s) && b.Len() < 20; i++ {
-		if c := s[i]; dsnIsKeywordByte(c) {
+		if c := s[i]; dsnform.IsKeywordByte(c) {
 			b.WriteByte(c)
 		}
 	}
@@ -108,7 +110,7 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 		case raw && variant&64 != 0: // quoted, nothing escaped
 			value = "'" + fuzzNoPairAfter(pw, `'\`) + "'"
 		case raw: // unquoted
-			value = fuzzNoPairAfter(pw, dsnSpaces+`'\`)
+			value = fuzzNoPairAfter(pw, dsnform.Spaces+`'\`)
 		}
 		dsn := "host=" + host + " user=" + user + " " + key + "=" + value + " dbname=" + db
 		for _, p := range params {

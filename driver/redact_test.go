@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/internal/dsnform"
 )
 
 // pwMark is in every password of these tests and nowhere else in their DSNs:
@@ -350,7 +351,7 @@ func TestRealDriverErrorsHideThePassword(t *testing.T) {
 			}
 
 			withDriver := tt.dsn
-			if tt.driver == "mysql" && dsnFormOf(tt.dsn) != dsnFormMySQL {
+			if tt.driver == "mysql" && dsnform.Of(tt.dsn) != dsnform.MySQL {
 				t.Fatalf("%q is not of the mysql form", tt.dsn)
 			}
 			db, err := sql.Open(DriverName, withDriver)
@@ -388,7 +389,7 @@ func TestPrintedPoolHidesThePassword(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseDSN(%q): %v", dsn, err)
 		}
-		if dsnFormOf(dsn) == dsnFormKV {
+		if dsnform.Of(dsn) == dsnform.KV {
 			cfg.DriverName = dsnTestDriverName
 		}
 		c, err := NewConnector(*cfg)
