@@ -81,7 +81,7 @@ func New(c Config) (*Guard, error) {
 			MaxPause: c.Pause.MaxPause, Clock: c.Clock, Listener: c.Listener}); err != nil {
 			return nil, err
 		}
-		g.stack.Pause = noWaitPause{g.pause, c.Clock}
+		g.stack.Pause = noWaitPause{g.pause, c.Clock, c.Name}
 	}
 	if c.ConnectRate > 0 {
 		n := int64(c.ConnectRate)
