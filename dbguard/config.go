@@ -1,6 +1,7 @@
 package dbguard
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -174,36 +175,19 @@ func (c Config) validate() (Config, error) {
 	if err := resilience.FirstError(checks...); err != nil {
 		return c, err
 	}
-	if b.WindowSize == 0 {
-		b.WindowSize = DefaultWindowSize
-	}
-	if b.MinimumCalls == 0 {
-		b.MinimumCalls = min(DefaultMinimumCalls, b.WindowSize)
-	}
+	b.WindowSize = cmp.Or(b.WindowSize, DefaultWindowSize)
+	b.MinimumCalls = cmp.Or(b.MinimumCalls, min(DefaultMinimumCalls, b.WindowSize))
 	if err := resilience.Check(b.MinimumCalls <= b.WindowSize, mechanism, "Breaker.MinimumCalls", b.MinimumCalls,
 		"at most Breaker.WindowSize"); err != nil {
 		return c, err
 	}
-	if b.FailureRate == 0 {
-		b.FailureRate = DefaultFailureRate
-	}
-	if b.OpenDelay == 0 {
-		b.OpenDelay = DefaultOpenDelay
-	}
+	b.FailureRate = cmp.Or(b.FailureRate, DefaultFailureRate)
+	b.OpenDelay = cmp.Or(b.OpenDelay, DefaultOpenDelay)
 	b.MaxOpenDelay = max(b.MaxOpenDelay, b.OpenDelay)
-	if r.Attempts == 0 {
-		r.Attempts = DefaultConnectAttempts
-	}
-	if r.Delay == 0 {
-		r.Delay = DefaultRetryDelay
-	}
-	if r.MaxDelay == 0 {
-		r.MaxDelay = DefaultRetryMaxDelay
-	}
-	r.MaxDelay = max(r.MaxDelay, r.Delay)
-	if p.MaxPause == 0 {
-		p.MaxPause = DefaultMaxPause
-	}
+	r.Attempts = cmp.Or(r.Attempts, DefaultConnectAttempts)
+	r.Delay = cmp.Or(r.Delay, DefaultRetryDelay)
+	r.MaxDelay = max(cmp.Or(r.MaxDelay, DefaultRetryMaxDelay), r.Delay)
+	p.MaxPause = cmp.Or(p.MaxPause, DefaultMaxPause)
 	if c.Classifier == nil {
 		c.Classifier, _ = dbclass.New(dbclass.Config{})
 	}

@@ -119,12 +119,13 @@ func (f guarded[T]) LifecycleHooks() factory.Hooks[T] {
 type noWaitPause struct {
 	p     *pause.Pause
 	clock resilience.Clock
+	name  string // the Guard's, as the pause's own rejections carry it
 }
 
 func (n noWaitPause) Enter(ctx context.Context) (resilience.Permit, error) {
 	if st := n.p.State(); !st.Open && !st.Probing {
 		if now := n.clock.Now(); st.Until.After(now) {
-			return resilience.Permit{}, resilience.Reject("pause", "", pause.ErrPaused, now, st.Until)
+			return resilience.Permit{}, resilience.Reject("pause", n.name, pause.ErrPaused, now, st.Until)
 		}
 	}
 	return n.p.Enter(ctx)

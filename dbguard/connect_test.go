@@ -127,7 +127,7 @@ func TestFailedProbeOpensAgainAndIsNotRetried(t *testing.T) {
 // attempt, with the reopening time; once the pause is over, the next
 // creation is its probe.
 func TestPauseOnBackPressure(t *testing.T) {
-	f := newFixture(t, dbguard.Config{})
+	f := newFixture(t, dbguard.Config{Name: "db1"})
 	ctx := context.Background()
 	f.fail(errFull)
 	if _, err := f.connect(ctx); !errors.Is(err, errFull) {
@@ -136,6 +136,9 @@ func TestPauseOnBackPressure(t *testing.T) {
 	_, err := f.connect(ctx)
 	if !isRejection(err, pause.ErrPaused) || f.attempts() != 1 {
 		t.Fatalf("creation while paused: %v after %d attempts; want a rejection without an attempt", err, f.attempts())
+	}
+	if re := (*resilience.RejectedError)(nil); !errors.As(err, &re) || re.Name != "db1" {
+		t.Fatalf("rejection %v; want one naming the guard db1", err)
 	}
 	until, ok := resilience.RetryAfter(err)
 	if !ok || until.Sub(f.clk.Now()) != time.Second {

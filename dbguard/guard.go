@@ -42,13 +42,14 @@ type Guard struct {
 
 	// epoch is the origin of the times below and of the statements'
 	// Permit.Since (set by Enter while Config.Breaker.SlowCall is off: the
-	// breaker then reads none).
+	// breaker then reads none; negated for a sample, see started).
 	epoch time.Time
-	// sampledAt is when a statement's run was last sampled into typical,
-	// in nanoseconds since epoch. typical is the mean run (a moving average)
-	// of statements the server answered; 0 until measured. A statement
-	// ended by its deadline counts as a failure only when it ran long
-	// enough to say something about the server (see statementOutcome).
+	// sampledAt is when the last statement sampled for typical started,
+	// in nanoseconds since epoch; 0: none yet. typical is the mean run (a
+	// moving average) of sampled statements the server answered; 0 until
+	// measured. A statement ended by its deadline counts as a failure only
+	// when it ran long enough to say something about the server (see
+	// statementOutcome).
 	sampledAt, typical atomic.Int64
 }
 
@@ -80,7 +81,7 @@ func New(c Config) (*Guard, error) {
 			MaxPause: c.Pause.MaxPause, Clock: c.Clock, Listener: c.Listener}); err != nil {
 			return nil, err
 		}
-		g.stack.Pause = noWaitPause{g.pause, c.Clock}
+		g.stack.Pause = noWaitPause{g.pause, c.Clock, c.Name}
 	}
 	if c.ConnectRate > 0 {
 		n := int64(c.ConnectRate)
@@ -189,10 +190,29 @@ func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 	if err != nil {
 		g.rejected.Add(1)
 	} else if g.c.Breaker.SlowCall == 0 {
-		p.Since = g.nanos()
+		p.Since = g.started()
 	}
 	return p, err
 }
+
+// started notes the start of a statement: the time now, in nanoseconds
+// since epoch (at least 1), negated when the statement is a sample of the
+// typical run: the first to start a millisecond or more after the last
+// sample did. Statements run thousands of times a second: the shared word
+// is written at most once a millisecond, and Exit reads the clock for the
+// samples only. A sample is chosen by its start, not by its run.
+func (g *Guard) started() int64 {
+	now := g.nanos()
+	last := g.sampledAt.Load()
+	if (last == 0 || now-last >= int64(time.Millisecond)) && g.sampledAt.CompareAndSwap(last, now) {
+		return -now
+	}
+	return now
+}
+
+// start is when the statement p admitted started (see started); 0 when
+// Enter did not note it.
+func start(p resilience.Permit) int64 { return max(p.Since, -p.Since) }
 
 // nanos is the time now, in nanoseconds since epoch; at least 1.
 func (g *Guard) nanos() int64 { return max(int64(g.c.Clock.Now().Sub(g.epoch)), 1) }
@@ -218,18 +238,12 @@ func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
 }
 
 // answered samples the run of the statement p admitted, which the server
-// has just answered, into the typical run. Statements end thousands of
-// times a second: the shared words are written at most once a millisecond.
+// has just answered, into the typical run, when Enter chose it as a sample.
 func (g *Guard) answered(p resilience.Permit) {
-	if p.Since == 0 {
-		return
+	if p.Since >= 0 {
+		return // not a sample
 	}
-	now := g.nanos()
-	if now-g.sampledAt.Load() < int64(time.Millisecond) {
-		return
-	}
-	g.sampledAt.Store(now)
-	run := max(now-p.Since, 1)
+	run := max(g.nanos()+p.Since, 1)
 	if old := g.typical.Load(); old != 0 {
 		run = max(old+(run-old)/typicalWeight, 1)
 	}
@@ -286,11 +300,11 @@ func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err e
 // shortRun reports whether the statement p admitted, ending now, ran less
 // than longRun typical runs; false when either is unknown.
 func (g *Guard) shortRun(p resilience.Permit) bool {
-	typical := g.typical.Load()
-	if g.c.Breaker.SlowCall != 0 || p.Since == 0 || typical == 0 {
+	typical, since := g.typical.Load(), start(p)
+	if g.c.Breaker.SlowCall != 0 || since == 0 || typical == 0 {
 		return false
 	}
-	return g.nanos()-p.Since < longRun*typical
+	return g.nanos()-since < longRun*typical
 }
 
 // isFailure is the breaker's IsFailure: a statement judged by Exit, or a

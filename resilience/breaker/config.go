@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,18 +130,14 @@ func (c Config) validate() (Config, error) {
 	if err := resilience.FirstError(checks...); err != nil {
 		return c, err
 	}
-	if c.WindowSize == 0 {
-		c.WindowSize = DefaultWindowSize
-	}
+	c.WindowSize = cmp.Or(c.WindowSize, DefaultWindowSize)
 	if c.WindowDuration == 0 {
 		c.WindowDuration = DefaultWindowDuration
 		if c.Mode == Adaptive {
 			c.WindowDuration = DefaultThrottleWindow
 		}
 	}
-	if c.WindowBuckets == 0 {
-		c.WindowBuckets = DefaultWindowBuckets
-	}
+	c.WindowBuckets = cmp.Or(c.WindowBuckets, DefaultWindowBuckets)
 	if err := resilience.Check(c.WindowDuration/time.Duration(c.WindowBuckets) > 0, mechanism, "WindowBuckets",
 		c.WindowBuckets, "at most WindowDuration in nanoseconds"); err != nil {
 		return c, err
@@ -155,15 +152,9 @@ func (c Config) validate() (Config, error) {
 		mechanism, "MinimumCalls", c.MinimumCalls, fmt.Sprintf("at most WindowSize (%d) for a count window", c.WindowSize)); err != nil {
 		return c, err
 	}
-	if c.FailureRate == 0 {
-		c.FailureRate = DefaultFailureRate
-	}
-	if c.SlowCallRate == 0 {
-		c.SlowCallRate = DefaultSlowCallRate
-	}
-	if c.HalfOpenCalls == 0 {
-		c.HalfOpenCalls = DefaultHalfOpenCalls
-	}
+	c.FailureRate = cmp.Or(c.FailureRate, DefaultFailureRate)
+	c.SlowCallRate = cmp.Or(c.SlowCallRate, DefaultSlowCallRate)
+	c.HalfOpenCalls = cmp.Or(c.HalfOpenCalls, DefaultHalfOpenCalls)
 	c.OpenDelay = c.OpenDelay.Or(DefaultOpenDelay)
 	if c.IsFailure == nil {
 		c.IsFailure = func(error) bool { return true }
@@ -171,9 +162,7 @@ func (c Config) validate() (Config, error) {
 	if c.IsIgnored == nil {
 		c.IsIgnored = func(err error) bool { return errors.Is(err, context.Canceled) }
 	}
-	if c.ThrottleK == 0 {
-		c.ThrottleK = DefaultThrottleK
-	}
+	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
 	c.Clock = resilience.ClockOr(c.Clock)
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -51,12 +52,8 @@ func (c Config) validate() (Config, error) {
 	if err := resilience.FirstError(checks...); err != nil {
 		return c, err
 	}
-	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	c.Clock = resilience.ClockOr(c.Clock)
 	return c, nil
 }

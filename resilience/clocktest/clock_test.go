@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/resilience/internal/testctx"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -78,8 +79,16 @@ func TestWaitTimers(t *testing.T) {
 func TestDueTimerFiresAtOnce(t *testing.T) {
 	clk := clocktest.New(time.Time{})
 	tm := clk.NewTimer(0)
-	<-tm.C()
+	select {
+	case <-tm.C():
+	default:
+		t.Fatal("a timer due at once did not fire at once")
+	}
 	done := make(chan struct{})
 	clk.AfterFunc(-time.Second, func() { close(done) })
-	<-done
+	select {
+	case <-done:
+	case <-testctx.New(t).Done():
+		t.Fatal("a due AfterFunc did not run")
+	}
 }

@@ -1,6 +1,7 @@
 package pause
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -60,15 +61,9 @@ func (c Config) validate() (Config, error) {
 	if err := resilience.FirstError(checks...); err != nil {
 		return c, err
 	}
-	if c.DefaultPause == 0 {
-		c.DefaultPause = DefaultPause
-	}
-	if c.MaxPause == 0 {
-		c.MaxPause = DefaultMaxPause
-	}
-	if c.Escalation == 0 {
-		c.Escalation = DefaultEscalation
-	}
+	c.DefaultPause = cmp.Or(c.DefaultPause, DefaultPause)
+	c.MaxPause = cmp.Or(c.MaxPause, DefaultMaxPause)
+	c.Escalation = cmp.Or(c.Escalation, DefaultEscalation)
 	c.Clock = resilience.ClockOr(c.Clock)
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -99,15 +100,9 @@ var ErrTooMany = errors.New("ratelimit: more permits than the limit's burst")
 
 // withDefaults returns l with its defaults filled in.
 func (l Limit) withDefaults() Limit {
-	if l.Permits == 0 {
-		l.Permits = DefaultPermits
-	}
-	if l.Period == 0 {
-		l.Period = DefaultPeriod
-	}
-	if l.Burst == 0 {
-		l.Burst = l.Permits
-	}
+	l.Permits = cmp.Or(l.Permits, DefaultPermits)
+	l.Period = cmp.Or(l.Period, DefaultPeriod)
+	l.Burst = cmp.Or(l.Burst, l.Permits)
 	return l
 }
 
@@ -152,12 +147,8 @@ func (c Config) validate() (Config, error) {
 		return c, err
 	}
 	c.Limit = c.Limit.withDefaults()
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.Cost == 0 {
-		c.Cost = 1
-	}
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.Cost = cmp.Or(c.Cost, 1)
 	c.Clock = resilience.ClockOr(c.Clock)
 	return c, nil
 }
