@@ -118,32 +118,6 @@ func TestTerminatedAsReal(t *testing.T) {
 	}
 }
 
-// adminDB returns a connection to MariaDB of a user who may change global
-// settings and users.
-func adminDB(t *testing.T, ctx context.Context) *sql.Conn {
-	t.Helper()
-	dsns := []string{maria.AdminDSN()}
-	for _, password := range []string{"", servers.DefaultPassword} {
-		cfg := mysql.NewConfig()
-		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", password, "tcp", maria.Addr()
-		dsns = append(dsns, cfg.FormatDSN())
-	}
-	var errs []error
-	for _, dsn := range dsns {
-		if dsn == "" {
-			continue
-		}
-		c, err := servers.OpenDB(t, "mysql", dsn).Conn(ctx)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("no administrator's connection to MariaDB: %v", errors.Join(errs...))
-	return nil
-}
-
 // connectUntilRefused opens connections of db, holding them, until one
 // fails, and returns that error.
 func connectUntilRefused(t *testing.T, ctx context.Context, db *sql.DB) error {
@@ -181,7 +155,7 @@ func TestConnectErrorsAsReal(t *testing.T) {
 	})
 	t.Run("mariadb 1226 MAX_USER_CONNECTIONS", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := adminDB(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		servers.MustExec(t, ctx, root, "DROP USER IF EXISTS 'chaos_limited'@'%'",
 			"CREATE USER 'chaos_limited'@'%' IDENTIFIED BY 'limited-secret' WITH MAX_USER_CONNECTIONS 1")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'chaos_limited'@'%'") })
@@ -191,7 +165,7 @@ func TestConnectErrorsAsReal(t *testing.T) {
 	})
 	t.Run("mariadb 1040 max_connections", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := adminDB(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		var was int
 		if err := root.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
 			t.Fatal(err)

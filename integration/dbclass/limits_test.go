@@ -71,7 +71,7 @@ func TestTooManyConnections(t *testing.T) {
 
 	t.Run("mariadb max_connections", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := mariaRoot(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		var was int
 		if err := root.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func TestTooManyConnections(t *testing.T) {
 
 	t.Run("mariadb user MAX_USER_CONNECTIONS", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := mariaRoot(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		servers.MustExec(t, ctx, root, "DROP USER IF EXISTS 'dbclass_limited'@'%'",
 			"CREATE USER 'dbclass_limited'@'%' IDENTIFIED BY 'limited-secret' WITH MAX_USER_CONNECTIONS 1")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'dbclass_limited'@'%'") })

@@ -3,7 +3,6 @@ package dbclass
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -72,23 +71,4 @@ func mysqlDSN(addr, user, password, db string) string {
 		cfg.DBName = db
 	}
 	return cfg.FormatDSN()
-}
-
-// mariaRoot returns a connection of MariaDB's root user, who may change
-// global limits: the local server's root@127.0.0.1 has no password, the
-// Docker image's has the test password.
-func mariaRoot(t *testing.T, ctx context.Context) *sql.Conn {
-	t.Helper()
-	var errs []error
-	for _, password := range []string{"", servers.DefaultPassword} {
-		db := servers.OpenDB(t, "mysql", mysqlDSN(maria.Addr(), "root", password, "-"))
-		c, err := db.Conn(ctx)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("cannot connect to MariaDB as root: %v", errors.Join(errs...))
-	return nil
 }

@@ -3,9 +3,12 @@ package servers
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // OpenDB opens a plain database/sql pool on dsn with the driver
@@ -77,4 +80,35 @@ func ClosedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// AdminConn returns a connection, closed when the test ends, of a user of
+// s who may change its global settings and users: AdminDSN's user, or for
+// MariaDB, when AdminDSN is "" or refused, root over TCP (the local
+// server's root@127.0.0.1 has no password, the Docker image's has the test
+// password).
+func AdminConn(t testing.TB, ctx context.Context, s *Server) *sql.Conn {
+	t.Helper()
+	var dsns []string
+	if dsn := s.AdminDSN(); dsn != "" {
+		dsns = append(dsns, dsn)
+	}
+	if s.Kind == KindMariaDB {
+		for _, password := range []string{"", DefaultPassword} {
+			cfg := mysql.NewConfig()
+			cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", password, "tcp", s.Addr()
+			dsns = append(dsns, cfg.FormatDSN())
+		}
+	}
+	var errs []error
+	for _, dsn := range dsns {
+		c, err := OpenDB(t, s.DriverName(), dsn).Conn(ctx)
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("no administrator's connection to %s: %v", s.Kind, errors.Join(errs...))
+	return nil
 }
