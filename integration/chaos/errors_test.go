@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -52,7 +51,7 @@ func TestServerErrorsAsReal(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		db := plainDB(t, s)
-		mustExec(t, ctx, db, "DROP TABLE IF EXISTS chaos_errors", "CREATE TABLE chaos_errors (k INT PRIMARY KEY)",
+		servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS chaos_errors", "CREATE TABLE chaos_errors (k INT PRIMARY KEY)",
 			"INSERT INTO chaos_errors VALUES (1)")
 		t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE chaos_errors") })
 		var syntax, unique, nowait error = chaos.PgError("42601"), chaos.PgError("23505"), chaos.PgError("55P03")
@@ -75,7 +74,7 @@ func TestServerErrorsAsReal(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer holder.Rollback()
-		mustExec(t, ctx, holder, "SELECT k FROM chaos_errors WHERE k = 1 FOR UPDATE")
+		servers.MustExec(t, ctx, holder, "SELECT k FROM chaos_errors WHERE k = 1 FOR UPDATE")
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +90,7 @@ func TestServerErrorsAsReal(t *testing.T) {
 func TestTerminatedAsReal(t *testing.T) {
 	ctx := ctxT(t)
 	db := plainDB(t, pg)
-	victim := pinned(t, ctx, db)
+	victim := servers.Pinned(t, ctx, db)
 	var pid int
 	if err := victim.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		t.Fatal(err)
@@ -103,8 +102,8 @@ func TestTerminatedAsReal(t *testing.T) {
 	_, real := victim.ExecContext(ctx, "SELECT 1")
 
 	cdb, c := chaosDB(t, pg, chaos.Fault{Kind: chaos.KindError, Err: chaos.PgError("57P01"), Every: 2})
-	cvictim := pinned(t, ctx, cdb)
-	mustExec(t, ctx, cvictim, "SELECT 1")
+	cvictim := servers.Pinned(t, ctx, cdb)
+	servers.MustExec(t, ctx, cvictim, "SELECT 1")
 	_, injected := cvictim.ExecContext(ctx, "SELECT 1")
 	same(t, real, injected)
 	sameServerError(t, real, injected)
@@ -117,32 +116,6 @@ func TestTerminatedAsReal(t *testing.T) {
 	if n := c.Stats().Injected("error"); n != 1 {
 		t.Errorf("%d injected", n)
 	}
-}
-
-// adminDB returns a connection to MariaDB of a user who may change global
-// settings and users.
-func adminDB(t *testing.T, ctx context.Context) *sql.Conn {
-	t.Helper()
-	dsns := []string{maria.AdminDSN()}
-	for _, password := range []string{"", servers.DefaultPassword} {
-		cfg := mysql.NewConfig()
-		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", password, "tcp", maria.Addr()
-		dsns = append(dsns, cfg.FormatDSN())
-	}
-	var errs []error
-	for _, dsn := range dsns {
-		if dsn == "" {
-			continue
-		}
-		c, err := openDB(t, "mysql", dsn).Conn(ctx)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("no administrator's connection to MariaDB: %v", errors.Join(errs...))
-	return nil
 }
 
 // connectUntilRefused opens connections of db, holding them, until one
@@ -173,47 +146,35 @@ func TestConnectErrorsAsReal(t *testing.T) {
 	t.Run("postgres 53300 role limit", func(t *testing.T) {
 		ctx := ctxT(t)
 		admin := plainDB(t, pg)
-		mustExec(t, ctx, admin, "DROP ROLE IF EXISTS chaos_limited",
+		servers.MustExec(t, ctx, admin, "DROP ROLE IF EXISTS chaos_limited",
 			"CREATE ROLE chaos_limited LOGIN PASSWORD 'limited-secret' CONNECTION LIMIT 1")
 		t.Cleanup(func() { admin.ExecContext(context.Background(), "DROP ROLE chaos_limited") })
 		u := url.URL{Scheme: "postgres", User: url.UserPassword("chaos_limited", "limited-secret"), Host: pg.Addr(),
 			Path: "/" + pg.Database, RawQuery: "sslmode=disable"}
-		check(t, pg, connectUntilRefused(t, ctx, openDB(t, "pgx", u.String())), chaos.PgError("53300"))
+		check(t, pg, connectUntilRefused(t, ctx, servers.OpenDB(t, "pgx", u.String())), chaos.PgError("53300"))
 	})
 	t.Run("mariadb 1226 MAX_USER_CONNECTIONS", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := adminDB(t, ctx)
-		mustExec(t, ctx, root, "DROP USER IF EXISTS 'chaos_limited'@'%'",
+		root := servers.AdminConn(t, ctx, maria)
+		servers.MustExec(t, ctx, root, "DROP USER IF EXISTS 'chaos_limited'@'%'",
 			"CREATE USER 'chaos_limited'@'%' IDENTIFIED BY 'limited-secret' WITH MAX_USER_CONNECTIONS 1")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'chaos_limited'@'%'") })
 		cfg := mysql.NewConfig()
 		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "chaos_limited", "limited-secret", "tcp", maria.Addr()
-		check(t, maria, connectUntilRefused(t, ctx, openDB(t, "mysql", cfg.FormatDSN())), chaos.MySQLError(1226))
+		check(t, maria, connectUntilRefused(t, ctx, servers.OpenDB(t, "mysql", cfg.FormatDSN())), chaos.MySQLError(1226))
 	})
 	t.Run("mariadb 1040 max_connections", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := adminDB(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		var was int
 		if err := root.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
 			t.Fatal(err)
 		}
-		mustExec(t, ctx, root, "SET GLOBAL max_connections = 10")
+		servers.MustExec(t, ctx, root, "SET GLOBAL max_connections = 10")
 		defer root.ExecContext(context.Background(), "SET GLOBAL max_connections = ?", was)
 		real := connectUntilRefused(t, ctx, plainDB(t, maria))
 		check(t, maria, real, chaos.MySQLError(1040))
 	})
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestRefusedAsReal: a closed port, and chaos's refusal in front of a
@@ -221,9 +182,9 @@ func closedPort(t *testing.T) string {
 func TestRefusedAsReal(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
-		closed := strings.Replace(s.DSN(), s.Addr(), closedPort(t), 1)
+		closed := strings.Replace(s.DSN(), s.Addr(), servers.ClosedAddr(t), 1)
 		db, _ := chaosDB(t, s, chaos.Fault{Kind: chaos.KindRefuse})
-		same(t, openDB(t, s.DriverName(), closed).PingContext(ctx), db.PingContext(ctx))
+		same(t, servers.OpenDB(t, s.DriverName(), closed).PingContext(ctx), db.PingContext(ctx))
 	})
 }
 
@@ -249,9 +210,9 @@ func rawExec(t *testing.T, ctx context.Context, c *sql.Conn, closeFirst bool) er
 func TestDropBeforeAsReal(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
-		real := rawExec(t, ctx, pinned(t, ctx, plainDB(t, s)), true)
+		real := rawExec(t, ctx, servers.Pinned(t, ctx, plainDB(t, s)), true)
 		db, _ := chaosDB(t, s, chaos.Fault{Kind: chaos.KindDrop})
-		injected := rawExec(t, ctx, pinned(t, ctx, db), false)
+		injected := rawExec(t, ctx, servers.Pinned(t, ctx, db), false)
 		same(t, real, injected)
 	})
 }

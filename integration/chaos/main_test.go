@@ -47,18 +47,7 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *servers.Server)) {
 // plainDB opens the server's own driver on s, closed when the test ends.
 func plainDB(t *testing.T, s *servers.Server) *sql.DB {
 	t.Helper()
-	return openDB(t, s.DriverName(), s.DSN())
-}
-
-// openDB opens a database/sql pool, closed when the test ends.
-func openDB(t *testing.T, driverName, dsn string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return servers.OpenDB(t, s.DriverName(), s.DSN())
 }
 
 // chaosDB opens chaos with faults over s's own driver and DSN, closed when
@@ -77,28 +66,6 @@ func chaosDBConfig(t *testing.T, cfg chaos.Config) (*sql.DB, *chaos.Connector) {
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
 	return db, c
-}
-
-// pinned returns one connection of db, closed when the test ends.
-func pinned(t *testing.T, ctx context.Context, db *sql.DB) *sql.Conn {
-	t.Helper()
-	c, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func mustExec(t *testing.T, ctx context.Context, e interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, queries ...string) {
-	t.Helper()
-	for _, q := range queries {
-		if _, err := e.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 }
 
 // chain lists the types along err's chain (the first error of a join).
@@ -138,28 +105,6 @@ func same(t *testing.T, real, injected error) {
 	for _, err := range []error{real, injected} {
 		if strings.Contains(err.Error(), servers.DefaultPassword) {
 			t.Errorf("%q shows the password", err)
-		}
-	}
-}
-
-// waitFor polls cond until it holds or ctx ends: for a state the server
-// reaches on its own (a statement running), which no channel can signal.
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-tick.C:
 		}
 	}
 }

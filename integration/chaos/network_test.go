@@ -29,7 +29,7 @@ func sleepQuery(s *servers.Server) (sleep, running string) {
 func counterTable(t *testing.T, ctx context.Context, s *servers.Server, name string) (add string, read func() int) {
 	t.Helper()
 	db := plainDB(t, s)
-	mustExec(t, ctx, db, "DROP TABLE IF EXISTS "+name, "CREATE TABLE "+name+" (k INT PRIMARY KEY, n INT NOT NULL)",
+	servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS "+name, "CREATE TABLE "+name+" (k INT PRIMARY KEY, n INT NOT NULL)",
 		"INSERT INTO "+name+" VALUES (1, 0)")
 	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+name) })
 	add = "UPDATE " + name + " SET n = n + ? WHERE k = 1"
@@ -55,14 +55,14 @@ func TestDropAfterAsReal(t *testing.T) {
 		ctx := ctxT(t)
 		sleep, running := sleepQuery(s)
 		p, via := proxied(t, s)
-		victim := pinned(t, ctx, plainDB(t, via))
+		victim := servers.Pinned(t, ctx, plainDB(t, via))
 		errc := make(chan error, 1)
 		go func() {
 			_, err := victim.ExecContext(ctx, sleep, 5)
 			errc <- err
 		}()
 		direct := plainDB(t, s)
-		waitFor(t, ctx, "the statement to run on the server", func() (bool, error) {
+		servers.WaitFor(t, ctx, "the statement to run on the server", func() (bool, error) {
 			var n int
 			err := direct.QueryRowContext(ctx, running).Scan(&n)
 			return n > 0, err
@@ -108,13 +108,13 @@ func TestFreezeAsReal(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				p, via := proxied(t, s)
-				victim := pinned(t, ctxT(t), plainDB(t, via))
-				mustExec(t, ctxT(t), victim, "SELECT 1")
+				victim := servers.Pinned(t, ctxT(t), plainDB(t, via))
+				servers.MustExec(t, ctxT(t), victim, "SELECT 1")
 				p.StopForwarding()
 				_, real := victim.ExecContext(frozenCtx(t, cancel), "SELECT 1")
 
 				db, _ := chaosDB(t, s, chaos.Fault{Kind: chaos.KindFreeze})
-				frozen := pinned(t, ctxT(t), db)
+				frozen := servers.Pinned(t, ctxT(t), db)
 				_, injected := frozen.ExecContext(frozenCtx(t, cancel), "SELECT 1")
 				same(t, real, injected)
 			})
@@ -142,9 +142,9 @@ func TestLatencyMeasured(t *testing.T) {
 		{Kind: chaos.KindLatency, Latency: 5 * time.Millisecond, Jitter: 5 * time.Millisecond},
 		{Name: "connect", Kind: chaos.KindLatency, On: chaos.OpConnect, Latency: 20 * time.Millisecond},
 	}})
-	conn := pinned(t, ctx, db)
+	conn := servers.Pinned(t, ctx, db)
 	for range 10 {
-		mustExec(t, ctx, conn, "SELECT 1")
+		servers.MustExec(t, ctx, conn, "SELECT 1")
 	}
 	s := c.Stats()
 	if f := s.Faults[0]; f.Injected != 10 || f.Latency < 50*time.Millisecond || f.Latency >= 100*time.Millisecond {

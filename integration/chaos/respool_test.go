@@ -127,7 +127,7 @@ func TestFrozenStatementReleasedByClose(t *testing.T) {
 		db, c := chaosDBConfig(t, chaos.Config{DriverName: s.DriverName(), DSN: s.DSN(),
 			Faults:  []chaos.Fault{{Kind: chaos.KindFreeze}},
 			OnFault: func(chaos.Event) { frozen <- struct{}{} }})
-		conn := pinned(t, ctxT(t), db)
+		conn := servers.Pinned(t, ctxT(t), db)
 		done := make(chan error, 1)
 		go func() {
 			_, err := conn.ExecContext(context.Background(), "SELECT 1")

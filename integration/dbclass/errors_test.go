@@ -16,7 +16,7 @@ import (
 
 func TestDialClosedPort(t *testing.T) {
 	ctx := ctxT(t)
-	addr := closedPort(t)
+	addr := servers.ClosedAddr(t)
 	t.Run("pgx", func(t *testing.T) {
 		_, err := pgx.Connect(ctx, "postgres://respool@"+addr+"/respool?sslmode=disable")
 		v := expect(t, err, dbclass.ClassConnection, "")
@@ -25,7 +25,7 @@ func TestDialClosedPort(t *testing.T) {
 		}
 	})
 	t.Run("mysql", func(t *testing.T) {
-		err := openDB(t, "mysql", mysqlDSN(addr, servers.DefaultUser, servers.DefaultPassword, servers.DefaultDatabase)).PingContext(ctx)
+		err := servers.OpenDB(t, "mysql", mysqlDSN(addr, servers.DefaultUser, servers.DefaultPassword, servers.DefaultDatabase)).PingContext(ctx)
 		v := expect(t, err, dbclass.ClassConnection, "")
 		if !v.NothingSent || !v.IsFailure() || !v.IsConnectRetryable() {
 			t.Errorf("%v: want nothing sent, a breaker failure, retryable", v)
@@ -46,7 +46,7 @@ func TestSyntaxErrorAndUniqueViolation(t *testing.T) {
 			t.Errorf("a syntax error counts for the breaker: %v", v)
 		}
 
-		mustExec(t, ctx, db, "DROP TABLE IF EXISTS dbclass_unique", "CREATE TABLE dbclass_unique (k INT PRIMARY KEY)",
+		servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS dbclass_unique", "CREATE TABLE dbclass_unique (k INT PRIMARY KEY)",
 			"INSERT INTO dbclass_unique VALUES (1)")
 		t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE dbclass_unique") })
 		_, err = db.ExecContext(ctx, "INSERT INTO dbclass_unique VALUES (1)")
@@ -59,7 +59,7 @@ func TestSyntaxErrorAndUniqueViolation(t *testing.T) {
 // twoRowTable creates a table with rows k=1 and k=2, dropped at the end.
 func twoRowTable(t *testing.T, ctx context.Context, db *sql.DB, name string) {
 	t.Helper()
-	mustExec(t, ctx, db, "DROP TABLE IF EXISTS "+name, "CREATE TABLE "+name+" (k INT PRIMARY KEY, v INT NOT NULL)",
+	servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS "+name, "CREATE TABLE "+name+" (k INT PRIMARY KEY, v INT NOT NULL)",
 		"INSERT INTO "+name+" VALUES (1, 0), (2, 0)")
 	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+name) })
 }
@@ -88,8 +88,8 @@ func TestSerializationFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(t, ctx, tx1, "UPDATE dbclass_skew SET v = v + 1 WHERE k = 1")
-	mustExec(t, ctx, tx2, "UPDATE dbclass_skew SET v = v + 1 WHERE k = 2")
+	servers.MustExec(t, ctx, tx1, "UPDATE dbclass_skew SET v = v + 1 WHERE k = 1")
+	servers.MustExec(t, ctx, tx2, "UPDATE dbclass_skew SET v = v + 1 WHERE k = 2")
 	if err := tx1.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,8 @@ func TestDeadlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			mustExec(t, ctx, tx, setup...)
-			mustExec(t, ctx, tx, fmt.Sprintf("UPDATE dbclass_deadlock SET v = v + 1 WHERE k = %d", i+1))
+			servers.MustExec(t, ctx, tx, setup...)
+			servers.MustExec(t, ctx, tx, fmt.Sprintf("UPDATE dbclass_deadlock SET v = v + 1 WHERE k = %d", i+1))
 			txs[i] = tx
 		}
 		errs := make([]error, 2)
@@ -160,7 +160,7 @@ func TestLockNotAvailable(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer holder.Rollback()
-		mustExec(t, ctx, holder, "SELECT v FROM dbclass_nowait WHERE k = 1 FOR UPDATE")
+		servers.MustExec(t, ctx, holder, "SELECT v FROM dbclass_nowait WHERE k = 1 FOR UPDATE")
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)

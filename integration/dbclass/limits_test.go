@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/resilience/dbclass"
 )
 
@@ -56,7 +57,7 @@ func TestTooManyConnections(t *testing.T) {
 	t.Run("postgres role limit", func(t *testing.T) {
 		ctx := ctxT(t)
 		admin := serverDB(t, pg)
-		mustExec(t, ctx, admin, "DROP ROLE IF EXISTS dbclass_limited",
+		servers.MustExec(t, ctx, admin, "DROP ROLE IF EXISTS dbclass_limited",
 			"CREATE ROLE dbclass_limited LOGIN PASSWORD 'limited-secret' CONNECTION LIMIT 1")
 		t.Cleanup(func() { admin.ExecContext(context.Background(), "DROP ROLE dbclass_limited") })
 		first, err := pgx.Connect(ctx, pgDSN(pg, "dbclass_limited", "limited-secret"))
@@ -70,12 +71,12 @@ func TestTooManyConnections(t *testing.T) {
 
 	t.Run("mariadb max_connections", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := mariaRoot(t, ctx)
+		root := servers.AdminConn(t, ctx, maria)
 		var was int
 		if err := root.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
 			t.Fatal(err)
 		}
-		mustExec(t, ctx, root, "SET GLOBAL max_connections = 10")
+		servers.MustExec(t, ctx, root, "SET GLOBAL max_connections = 10")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "SET GLOBAL max_connections = ?", was) })
 		opened, err := connectUntilRefused(t, ctx, serverDB(t, maria))
 		t.Logf("refused after %d connections", opened)
@@ -84,11 +85,11 @@ func TestTooManyConnections(t *testing.T) {
 
 	t.Run("mariadb user MAX_USER_CONNECTIONS", func(t *testing.T) {
 		ctx := ctxT(t)
-		root := mariaRoot(t, ctx)
-		mustExec(t, ctx, root, "DROP USER IF EXISTS 'dbclass_limited'@'%'",
+		root := servers.AdminConn(t, ctx, maria)
+		servers.MustExec(t, ctx, root, "DROP USER IF EXISTS 'dbclass_limited'@'%'",
 			"CREATE USER 'dbclass_limited'@'%' IDENTIFIED BY 'limited-secret' WITH MAX_USER_CONNECTIONS 1")
 		t.Cleanup(func() { root.ExecContext(context.Background(), "DROP USER 'dbclass_limited'@'%'") })
-		_, err := connectUntilRefused(t, ctx, openDB(t, "mysql", mysqlDSN(maria.Addr(), "dbclass_limited", "limited-secret", "-")))
+		_, err := connectUntilRefused(t, ctx, servers.OpenDB(t, "mysql", mysqlDSN(maria.Addr(), "dbclass_limited", "limited-secret", "-")))
 		expectBackPressure(t, err, "1226")
 	})
 }
@@ -98,14 +99,14 @@ func TestTooManyConnections(t *testing.T) {
 func TestTerminatedBackend(t *testing.T) {
 	ctx := ctxT(t)
 	db := serverDB(t, pg)
-	victim := pinned(t, ctx, db)
+	victim := servers.Pinned(t, ctx, db)
 	var pid int
 	if err := victim.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
 	var terminated bool
 	// The second argument waits (up to 10s) until the backend has exited.
-	if err := pinned(t, ctx, db).QueryRowContext(ctx, "SELECT pg_terminate_backend($1, 10000)", pid).Scan(&terminated); err != nil || !terminated {
+	if err := servers.Pinned(t, ctx, db).QueryRowContext(ctx, "SELECT pg_terminate_backend($1, 10000)", pid).Scan(&terminated); err != nil || !terminated {
 		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, terminated, err)
 	}
 	_, err := victim.ExecContext(ctx, "SELECT 1")
@@ -119,14 +120,14 @@ func TestTerminatedBackend(t *testing.T) {
 func TestKilledConnection(t *testing.T) {
 	ctx := ctxT(t)
 	db := serverDB(t, maria)
-	victim := pinned(t, ctx, db)
+	victim := servers.Pinned(t, ctx, db)
 	var id int64
 	if err := victim.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	monitor := pinned(t, ctx, db)
-	mustExec(t, ctx, monitor, "KILL CONNECTION "+strconv.FormatInt(id, 10))
-	waitFor(t, ctx, "the killed session to end", func() (bool, error) {
+	monitor := servers.Pinned(t, ctx, db)
+	servers.MustExec(t, ctx, monitor, "KILL CONNECTION "+strconv.FormatInt(id, 10))
+	servers.WaitFor(t, ctx, "the killed session to end", func() (bool, error) {
 		var n int
 		err := monitor.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?", id).Scan(&n)
 		return n == 0, err

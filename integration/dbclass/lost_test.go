@@ -24,7 +24,7 @@ const lostMarker = "dbclass_lost"
 func counterTable(t *testing.T, ctx context.Context, s *servers.Server) func() int {
 	t.Helper()
 	db := serverDB(t, s)
-	mustExec(t, ctx, db, "DROP TABLE IF EXISTS "+lostMarker, "CREATE TABLE "+lostMarker+" (k INT PRIMARY KEY, n INT NOT NULL)",
+	servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS "+lostMarker, "CREATE TABLE "+lostMarker+" (k INT PRIMARY KEY, n INT NOT NULL)",
 		"INSERT INTO "+lostMarker+" VALUES (1, 0)")
 	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+lostMarker) })
 	return func() int {
@@ -103,7 +103,7 @@ func TestConnectionLostAfterSend(t *testing.T) {
 		ctx := ctxT(t)
 		counter := counterTable(t, ctx, maria)
 		p := startCutProxy(t, maria.Addr(), lostMarker)
-		c := pinned(t, ctx, openDB(t, "mysql", mysqlDSN(p.Addr(), servers.DefaultUser, servers.DefaultPassword, servers.DefaultDatabase)))
+		c := servers.Pinned(t, ctx, servers.OpenDB(t, "mysql", mysqlDSN(p.Addr(), servers.DefaultUser, servers.DefaultPassword, servers.DefaultDatabase)))
 		_, err := c.ExecContext(ctx, update)
 		checkAmbiguous(t, err)
 		waitCounter(t, ctx, counter, 1)
@@ -134,7 +134,7 @@ func TestPgxStdlibResendsLostStatement(t *testing.T) {
 	ctx := ctxT(t)
 	counter := counterTable(t, ctx, pg)
 	p := startCutProxy(t, pg.Addr(), lostMarker)
-	db := openDB(t, "pgx", proxiedPgDSN(p))
+	db := servers.OpenDB(t, "pgx", proxiedPgDSN(p))
 	_, err := db.ExecContext(ctx, "UPDATE "+lostMarker+" SET n = n + 1 WHERE k = 1")
 	if !errors.Is(err, driver.ErrBadConn) {
 		t.Fatalf("err = %v, want driver.ErrBadConn", err)

@@ -30,9 +30,9 @@ func TestRespoolRunsALostStatementOnce(t *testing.T) {
 				dsn := strings.Replace(s.DSN(), s.Addr(), p.Addr(), 1)
 				var db *sql.DB
 				if through == "plain" {
-					db = openDB(t, s.DriverName(), dsn)
+					db = servers.OpenDB(t, s.DriverName(), dsn)
 				} else {
-					db = openDB(t, "respool", dsn+"&respool_max_conns=2")
+					db = servers.OpenDB(t, "respool", dsn+"&respool_max_conns=2")
 				}
 				_, err := db.ExecContext(ctx, update)
 				cuts := int(p.cuts.Load())

@@ -29,7 +29,7 @@ const txTable = "dbclass_tx"
 func txRows(t *testing.T, ctx context.Context, s *servers.Server) (*sql.DB, func(k int) int) {
 	t.Helper()
 	db := serverDB(t, s)
-	mustExec(t, ctx, db, "DROP TABLE IF EXISTS "+txTable, "CREATE TABLE "+txTable+" (k INT PRIMARY KEY, n INT NOT NULL)",
+	servers.MustExec(t, ctx, db, "DROP TABLE IF EXISTS "+txTable, "CREATE TABLE "+txTable+" (k INT PRIMARY KEY, n INT NOT NULL)",
 		"INSERT INTO "+txTable+" VALUES (1, 0), (2, 0)")
 	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE "+txTable) })
 	return db, func(k int) int {
@@ -76,7 +76,7 @@ func TestRunInTxRetriesSerializationFailure(t *testing.T) {
 		run  func(fn func(q querier) error) error
 	}{
 		{"database/sql", func(fn func(q querier) error) error {
-			db := openDB(t, "respool", pg.DSN()+"&respool_max_conns=2")
+			db := servers.OpenDB(t, "respool", pg.DSN()+"&respool_max_conns=2")
 			return respool.RunInTx(ctx, db, &sql.TxOptions{Isolation: sql.LevelSerializable}, func(tx *sql.Tx) error {
 				return fn(sqlQuerier{tx})
 			})
@@ -102,7 +102,7 @@ func TestRunInTxRetriesSerializationFailure(t *testing.T) {
 					return runs.record(err)
 				}
 				if len(runs) == 0 { // the snapshot is taken: another session commits a change
-					mustExec(t, ctx, other, "UPDATE "+txTable+" SET n = n + 100 WHERE k = 1")
+					servers.MustExec(t, ctx, other, "UPDATE "+txTable+" SET n = n + 100 WHERE k = 1")
 				}
 				return runs.record(q.exec(ctx, "UPDATE "+txTable+" SET n = n + 1 WHERE k = 1"))
 			})
@@ -122,9 +122,9 @@ func TestRunInTxRetriesSerializationFailure(t *testing.T) {
 func TestRunInTxRetriesDeadlock(t *testing.T) {
 	ctx := ctxT(t)
 	other, n := txRows(t, ctx, maria)
-	mustExec(t, ctx, other, "DROP TABLE IF EXISTS dbclass_tx_weight", "CREATE TABLE dbclass_tx_weight (k INT PRIMARY KEY)")
+	servers.MustExec(t, ctx, other, "DROP TABLE IF EXISTS dbclass_tx_weight", "CREATE TABLE dbclass_tx_weight (k INT PRIMARY KEY)")
 	t.Cleanup(func() { other.ExecContext(context.Background(), "DROP TABLE dbclass_tx_weight") })
-	db := openDB(t, "respool", maria.DSN()+"&respool_max_conns=2")
+	db := servers.OpenDB(t, "respool", maria.DSN()+"&respool_max_conns=2")
 
 	// The other transaction: heavy, holding row 2.
 	heavy, err := other.BeginTx(ctx, nil)
@@ -132,7 +132,7 @@ func TestRunInTxRetriesDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer heavy.Rollback()
-	mustExec(t, ctx, heavy, "INSERT INTO dbclass_tx_weight SELECT seq FROM seq_1_to_200",
+	servers.MustExec(t, ctx, heavy, "INSERT INTO dbclass_tx_weight SELECT seq FROM seq_1_to_200",
 		"UPDATE "+txTable+" SET n = n + 10 WHERE k = 2")
 
 	heavyDone := make(chan error, 1)
@@ -213,7 +213,7 @@ func TestRunInTxDoesNotRetryALostCommit(t *testing.T) {
 			commit = "commit" // pgx stdlib's
 		}
 		p := startCutProxy(t, s.Addr(), commit)
-		db := openDB(t, "respool", strings.Replace(s.DSN(), s.Addr(), p.Addr(), 1)+"&respool_max_conns=2")
+		db := servers.OpenDB(t, "respool", strings.Replace(s.DSN(), s.Addr(), p.Addr(), 1)+"&respool_max_conns=2")
 		runs := 0
 		err := respool.RunInTx(ctx, db, nil, func(tx *sql.Tx) error {
 			runs++

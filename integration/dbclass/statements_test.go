@@ -27,7 +27,7 @@ func waitRunning(t *testing.T, ctx context.Context, s *servers.Server, monitor *
 	if s.Kind == servers.KindMariaDB {
 		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE info = ?"
 	}
-	waitFor(t, ctx, "the server to run "+query, func() (bool, error) {
+	servers.WaitFor(t, ctx, "the server to run "+query, func() (bool, error) {
 		var n int
 		err := monitor.QueryRowContext(ctx, q, query).Scan(&n)
 		return n > 0, err
@@ -89,7 +89,7 @@ func TestCancelledQuery(t *testing.T) {
 		ctx := ctxT(t)
 		stmtCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := runUntil(t, ctx, stmtCtx, s, pinned(t, ctx, serverDB(t, s)), cancel)
+		err := runUntil(t, ctx, stmtCtx, s, servers.Pinned(t, ctx, serverDB(t, s)), cancel)
 		v := expect(t, err, dbclass.ClassCaller, "")
 		if !v.Canceled || v.IsFailure() || v.IsConnectRetryable() {
 			t.Errorf("%v: want canceled, not a breaker failure, not retried", v)
@@ -138,12 +138,12 @@ func TestCancelledQuery(t *testing.T) {
 func TestStatementTimeout(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
-		c := pinned(t, ctx, serverDB(t, s))
+		c := servers.Pinned(t, ctx, serverDB(t, s))
 		setTimeout, code := "SET statement_timeout = '100ms'", "57014"
 		if s.Kind == servers.KindMariaDB {
 			setTimeout, code = "SET SESSION max_statement_time = 0.1", "1969"
 		}
-		mustExec(t, ctx, c, setTimeout)
+		servers.MustExec(t, ctx, c, setTimeout)
 		var slept any // MariaDB sends 1969 after the result set header: read the row
 		err := c.QueryRowContext(ctx, sleepQuery(s)).Scan(&slept)
 		if v := expect(t, err, dbclass.ClassOther, code); !v.Timeout || !v.IsFailure() {
@@ -176,7 +176,7 @@ func TestDeadlineUnderRunningStatement(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		deadline := &manualDeadline{Context: ctx, done: make(chan struct{})}
-		err := runUntil(t, ctx, deadline, s, pinned(t, ctx, serverDB(t, s)), func() { close(deadline.done) })
+		err := runUntil(t, ctx, deadline, s, servers.Pinned(t, ctx, serverDB(t, s)), func() { close(deadline.done) })
 		if v := expect(t, err, dbclass.ClassAmbiguous, ""); !v.Timeout || !v.IsFailure() || v.IsConnectRetryable() {
 			t.Errorf("%v: want a timeout that counts for the breaker, never retried", v)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,25 +76,15 @@ func startServers() error {
 	pg := &serverSet{kind: servers.KindPostgres}
 	maria := &serverSet{kind: servers.KindMariaDB}
 	sets = []*serverSet{pg, maria}
-	type start struct {
-		into *(*servers.Server)
-		fn   func(context.Context, ...servers.Option) (*servers.Server, error)
-		opts []servers.Option
-	}
-	limited := servers.MaxConnections(limitSessions)
-	starts := []start{
-		{&pg.main, servers.StartPostgres, []servers.Option{servers.Local(), servers.LogConnections()}},
-		{&pg.limited, servers.StartPostgres, []servers.Option{servers.Local(), servers.LogConnections(), limited}},
-		{&maria.main, servers.StartMariaDB, []servers.Option{servers.Local()}},
-		{&maria.limited, servers.StartMariaDB, []servers.Option{servers.Local(), limited}},
-	}
-	errs := make([]error, len(starts))
+	// LogConnections changes PostgreSQL only.
+	opts := []servers.Option{servers.Local(), servers.LogConnections()}
+	limited := slices.Concat(opts, []servers.Option{servers.MaxConnections(limitSessions)})
+	var mainErr, limitedErr error
 	var wg sync.WaitGroup
-	for i, s := range starts {
-		wg.Go(func() { *s.into, errs[i] = s.fn(ctx, s.opts...) })
-	}
+	wg.Go(func() { pg.main, maria.main, mainErr = servers.StartBoth(ctx, opts...) })
+	wg.Go(func() { pg.limited, maria.limited, limitedErr = servers.StartBoth(ctx, limited...) })
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(mainErr, limitedErr); err != nil {
 		_ = stopServers()
 		return err
 	}

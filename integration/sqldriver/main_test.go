@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -139,18 +140,9 @@ func waitSessionGone(t *testing.T, ctx context.Context, s *servers.Server, id in
 		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE id = ?"
 	}
 	mon := monitor(t, s)
-	for {
+	servers.WaitFor(t, ctx, fmt.Sprintf("session %d to end", id), func() (bool, error) {
 		var n int
-		if err := mon.QueryRowContext(ctx, q, id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("session %d still open", id)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		err := mon.QueryRowContext(ctx, q, id).Scan(&n)
+		return n == 0, err
+	})
 }

@@ -1,0 +1,114 @@
+package servers
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// OpenDB opens a plain database/sql pool on dsn with the driver
+// driverName, closed when the test ends.
+func OpenDB(t testing.TB, driverName, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Pinned returns one connection of db, closed when the test ends.
+func Pinned(t testing.TB, ctx context.Context, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// MustExec runs queries on e in order and fails the test at the first
+// error.
+func MustExec(t testing.TB, ctx context.Context, e interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
+		if _, err := e.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// WaitFor polls cond every 10 ms until it holds, and fails the test when
+// cond errs or ctx ends first. It is for a state the server reaches on its
+// own (a statement running, a session gone), which no channel can signal.
+func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, error)) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// ClosedAddr returns a loopback host:port nothing listens on.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// AdminConn returns a connection, closed when the test ends, of a user of
+// s who may change its global settings and users: AdminDSN's user, or for
+// MariaDB, when AdminDSN is "" or refused, root over TCP (the local
+// server's root@127.0.0.1 has no password, the Docker image's has the test
+// password).
+func AdminConn(t testing.TB, ctx context.Context, s *Server) *sql.Conn {
+	t.Helper()
+	var dsns []string
+	if dsn := s.AdminDSN(); dsn != "" {
+		dsns = append(dsns, dsn)
+	}
+	if s.Kind == KindMariaDB {
+		for _, password := range []string{"", DefaultPassword} {
+			cfg := mysql.NewConfig()
+			cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", password, "tcp", s.Addr()
+			dsns = append(dsns, cfg.FormatDSN())
+		}
+	}
+	var errs []error
+	for _, dsn := range dsns {
+		c, err := OpenDB(t, s.DriverName(), dsn).Conn(ctx)
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("no administrator's connection to %s: %v", s.Kind, errors.Join(errs...))
+	return nil
+}
