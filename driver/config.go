@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respool/respool/internal/dsnform"
+
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/dbclass"
@@ -152,9 +154,9 @@ func (c *Config) Validate() error {
 	case c.DriverName == dsnSelfDriver:
 		return fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
 	}
-	if _, params, err := dsnSplit(c.DSN, dsnFormOf(c.DSN)); err == nil && params != nil {
+	if _, params, err := dsnSplit(c.DSN, dsnform.Of(c.DSN)); err == nil && params != nil {
 		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
-			ErrInvalidConfig, quoteForError(params[0].key))
+			ErrInvalidConfig, dsnform.Quote(params[0].key))
 	}
 	if c.CloseTimeout < 0 {
 		return fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)

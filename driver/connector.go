@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/respool/respool/internal/dsnform"
+
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
@@ -117,14 +119,14 @@ func baseConnector(cfg Config) (driver.Connector, error) {
 	// quote the DSN.
 	db, err := sql.Open(cfg.DriverName, cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, redactError(err, secrets))
+		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, dsnform.RedactError(err, secrets))
 	}
 	d := db.Driver()
 	_ = db.Close()
 	base := driver.Connector(&dsnConnector{d: d, dsn: cfg.DSN})
 	if dc, ok := d.(driver.DriverContext); ok {
 		if base, err = dc.OpenConnector(cfg.DSN); err != nil {
-			return nil, redactError(err, secrets)
+			return nil, dsnform.RedactError(err, secrets)
 		}
 	}
 	return &redactingConnector{Connector: base, secrets: secrets}, nil
@@ -152,7 +154,7 @@ type redactingConnector struct {
 
 func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
-	return conn, redactError(err, c.secrets)
+	return conn, dsnform.RedactError(err, c.secrets)
 }
 
 // Connect takes a connection from the pool (see physFactory.beforeHandOut

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/internal/dsnform"
+
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/respool/respool/pool"
@@ -871,7 +873,7 @@ func TestRedactErrorHidesThePassword(t *testing.T) {
 	for _, tc := range redactCases {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := &echoError{DSN: tc.dsn}
-			err := redactError(orig, secretsOf(tc.dsn))
+			err := dsnform.RedactError(orig, secretsOf(tc.dsn))
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("redacted error %q shows the password", err)
 			}
@@ -885,7 +887,7 @@ func TestRedactErrorHidesThePassword(t *testing.T) {
 		})
 	}
 	plain := errors.New("no password here")
-	if err := redactError(plain, secretsOf(redactCases[0].dsn)); err != plain {
+	if err := dsnform.RedactError(plain, secretsOf(redactCases[0].dsn)); err != plain {
 		t.Errorf("an error without the password was changed: %v", err)
 	}
 }
@@ -897,7 +899,7 @@ func TestRedactErrorHidesAnEncodedPassword(t *testing.T) {
 		"postgres://app:hunter2%21@db.example.com/app",
 		"postgres://app@db.example.com/app?password=hunter2",
 	} {
-		err := redactError(&echoError{DSN: dsn}, secretsOf(dsn))
+		err := dsnform.RedactError(&echoError{DSN: dsn}, secretsOf(dsn))
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("redacted error %q shows the password", err)
 		}

@@ -48,14 +48,14 @@ func (e *DSNError) Error() string {
 	switch {
 	case e.Duplicate:
 		b.WriteString("respool: DSN key ")
-		b.WriteString(quoteForError(e.Key))
+		b.WriteString(dsnform.Quote(e.Key))
 		b.WriteString(" is given more than once: want it at most once")
 	case e.Accepted == "":
 		b.WriteString("respool: unknown DSN key ")
-		b.WriteString(quoteForError(e.Key))
+		b.WriteString(dsnform.Quote(e.Key))
 		if e.Suggestion != "" {
 			b.WriteString(" (did you mean ")
-			b.WriteString(quoteForError(e.Suggestion))
+			b.WriteString(dsnform.Quote(e.Suggestion))
 			b.WriteString("?)")
 		} else {
 			b.WriteString("; valid keys: ")
@@ -63,9 +63,9 @@ func (e *DSNError) Error() string {
 		}
 	default:
 		b.WriteString("respool: DSN key ")
-		b.WriteString(quoteForError(e.Key))
+		b.WriteString(dsnform.Quote(e.Key))
 		b.WriteString(" has invalid value ")
-		b.WriteString(quoteForError(e.Value))
+		b.WriteString(dsnform.Quote(e.Value))
 		b.WriteString(": want ")
 		b.WriteString(e.Accepted)
 	}
@@ -74,6 +74,3 @@ func (e *DSNError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidDSN) true.
 func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
-
-// quoteForError is dsnform.Quote, by the name config.go calls it.
-func quoteForError(s string) string { return dsnform.Quote(s) }

@@ -8,10 +8,6 @@ import (
 	"github.com/respool/respool/internal/dsnform"
 )
 
-// dsnFormOf tells the form of s (dsnform.Of; config.go calls it by this
-// name).
-func dsnFormOf(s string) dsnform.Form { return dsnform.Of(s) }
-
 // dsnParam is one respool key found in a DSN.
 type dsnParam struct {
 	key     string // as written; percent-decoded in the URL and mysql forms

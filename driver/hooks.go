@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
+
+	"github.com/respool/respool/internal/dsnform"
 )
 
 // connHooks are the hooks of a Config (InitSQL, AfterConnect,
@@ -26,11 +28,11 @@ type connHooks struct {
 func (h *connHooks) afterCreate(ctx context.Context, conn driver.Conn) error {
 	for _, q := range h.initSQL {
 		if err := execSQL(ctx, conn, q); err != nil {
-			return redactError(fmt.Errorf("respool: init SQL %q: %w", q, err), h.secrets)
+			return dsnform.RedactError(fmt.Errorf("respool: init SQL %q: %w", q, err), h.secrets)
 		}
 	}
 	if h.afterConnect != nil {
-		return redactError(h.afterConnect(ctx, conn), h.secrets)
+		return dsnform.RedactError(h.afterConnect(ctx, conn), h.secrets)
 	}
 	return nil
 }
@@ -40,7 +42,7 @@ func (h *connHooks) refused(hook string, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = redactError(err, h.secrets)
+	err = dsnform.RedactError(err, h.secrets)
 	h.logger.Warn("connection refused", "pool", h.poolName, "hook", hook, "error", err)
 	return err
 }

@@ -297,10 +297,6 @@ func dsnKVSecrets(s string) []dsnSpan {
 	return dsnMergeSpans(spans)
 }
 
-// redactError is dsnform.RedactError, by the name connector.go and hooks.go
-// call it.
-func redactError(err error, secrets []string) error { return dsnform.RedactError(err, secrets) }
-
 // dsnMinSecret is the length below which a secret is not searched for in
 // error messages: shorter would mangle ordinary words.
 const dsnMinSecret = 3

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/pool"
 	"github.com/respool/respool/internal/dsnform"
+	"github.com/respool/respool/pool"
 )
 
 // pwMark is in every password of these tests and nowhere else in their DSNs:
