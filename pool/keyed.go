@@ -154,23 +154,17 @@ type keyedDefaults struct {
 // Validate reports the first field whose value is not accepted, as a
 // *ConfigError naming it.
 func (c KeyedConfig[K, T]) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"MaxObjects", int64(c.MaxObjects)},
-		{"MaxQueueSize", int64(c.MaxQueueSize)},
-		{"ValidationInterval", int64(c.ValidationInterval)},
-		{"Leak.HoldThreshold", int64(c.Leak.HoldThreshold)},
+	for _, err := range []error{
+		nonNegInt("MaxObjects", c.MaxObjects),
+		nonNegInt("MaxQueueSize", c.MaxQueueSize),
+		nonNegDur("ValidationInterval", c.ValidationInterval),
+		nonNegDur("Leak.HoldThreshold", c.Leak.HoldThreshold),
 	} {
-		if f.v < 0 {
-			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be 0 (default) or positive"}
+		if err != nil {
+			return err
 		}
 	}
-	if c.MaxObjects > MaxObjectsLimit {
-		return &ConfigError{Field: "MaxObjects", Value: c.MaxObjects, Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
-	}
-	return nil
+	return maxObjectsInLimit(c.MaxObjects)
 }
 
 func (c KeyedConfig[K, T]) withDefaults() KeyedConfig[K, T] {
