@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/factory"
-	"github.com/respool/respool/internal/leaktrack"
 	"github.com/respool/respool/leak"
 )
 
@@ -306,18 +305,7 @@ func sameClock(a, b Clock) bool {
 
 // notifyGC has the loop watch every key's leases out after each garbage
 // collection, until the Keyed is done.
-func (k *Keyed[K, T]) notifyGC() {
-	b := k.b
-	leaktrack.OnGC(func() bool {
-		select {
-		case <-b.done:
-			return false
-		case b.mailbox <- message[T]{kind: msgGC}:
-		default: // the loop is busy: the next collection will do
-		}
-		return true
-	})
-}
+func (k *Keyed[K, T]) notifyGC() { sendOnGC(k.b.mailbox, k.b.done) }
 
 // Pool returns key's pool, or nil if the Keyed has no such key (it may come
 // with NewKey on a Take).
