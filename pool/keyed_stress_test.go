@@ -50,14 +50,7 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 		workers = 16
 		ops     = 2000
 	)
-	f := &fakeFactory{}
-	f.testFn = func(o *fakeObj) error {
-		if o.id%7 == 0 {
-			return errors.New("test failed")
-		}
-		return nil
-	}
-	cf := &failingFactory{fakeFactory: f, fail: failer}
+	f, cf := stressFactory(failer)
 	k, err := NewKeyed(KeyedConfig[string, *fakeObj]{
 		MaxObjects:         keyedStressBudget,
 		MaxQueueSize:       12,
@@ -122,27 +115,10 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 
 func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	key := keyedStressKeys[rng.IntN(len(keyedStressKeys))].key
-	var h Handle[*fakeObj]
-	var err error
-	if rng.IntN(5) == 0 {
-		h, err = k.TryTake(key)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(2000))*time.Microsecond)
-		if rng.IntN(10) == 0 {
-			cancel() // already cancelled
-		}
-		h, err = k.Take(ctx, key)
-		cancel()
-	}
-	if err != nil {
-		var ce *CreateError
-		switch {
-		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded),
-			errors.Is(err, ErrUnknownKey): // c between its close and its return
-		default:
-			t.Errorf("Take: unexpected error %v", err)
-		}
+	take := func(ctx context.Context) (Handle[*fakeObj], error) { return k.Take(ctx, key) }
+	tryTake := func() (Handle[*fakeObj], error) { return k.TryTake(key) }
+	h, ok := stressTake(t, rng, take, tryTake, ErrUnknownKey) // ErrUnknownKey: c between its close and its return
+	if !ok {
 		return
 	}
 	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {

@@ -74,14 +74,7 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 		workers = 16
 		ops     = 2000
 	)
-	f := &fakeFactory{}
-	f.testFn = func(o *fakeObj) error {
-		if o.id%7 == 0 {
-			return errors.New("test failed")
-		}
-		return nil
-	}
-	cf := &failingFactory{fakeFactory: f, fail: failer}
+	f, cf := stressFactory(failer)
 	cfg.MaxObjects = maxObjects
 	cfg.MinIdle = 1
 	cfg.MaxQueueSize = 12
@@ -156,30 +149,54 @@ func closeAfterStress(t *testing.T, closeFn func(context.Context) error, wg *syn
 	}
 }
 
+// stressFactory returns a fake factory whose tests fail for every seventh
+// object, and a failingFactory on it that fails the creations failer picks.
+func stressFactory(failer func(call, live int64) error) (*fakeFactory, *failingFactory) {
+	f := &fakeFactory{}
+	f.testFn = func(o *fakeObj) error {
+		if o.id%7 == 0 {
+			return errors.New("test failed")
+		}
+		return nil
+	}
+	return f, &failingFactory{fakeFactory: f, fail: failer}
+}
+
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
+	if h, ok := stressTake(t, rng, p.Take, p.TryTake, nil); ok {
+		holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+	}
+}
+
+// stressTake takes with tryTake or, with a random bound (or a context
+// already cancelled), with take, and reports whether it got an object. An
+// error is one a stress test expects (or is also), or the test fails.
+func stressTake(t *testing.T, rng *rand.Rand, take func(context.Context) (Handle[*fakeObj], error),
+	tryTake func() (Handle[*fakeObj], error), also error) (Handle[*fakeObj], bool) {
 	var h Handle[*fakeObj]
 	var err error
 	if rng.IntN(5) == 0 {
-		h, err = p.TryTake()
+		h, err = tryTake()
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(2000))*time.Microsecond)
 		if rng.IntN(10) == 0 {
 			cancel() // already cancelled
 		}
-		h, err = p.Take(ctx)
+		h, err = take(ctx)
 		cancel()
 	}
 	if err != nil {
 		var ce *CreateError
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded):
+			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded),
+			also != nil && errors.Is(err, also):
 		default:
 			t.Errorf("Take: unexpected error %v", err)
 		}
-		return
+		return Handle[*fakeObj]{}, false
 	}
-	holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+	return h, true
 }
 
 // holdAndReturn holds h, taken in a stress test, a little (checking that
