@@ -143,13 +143,6 @@ type KeyedConfig[K comparable, T any] struct {
 	NewKey func(key K) (factory.Factory[T], Config, error)
 }
 
-// keyedDefaults is what the budget needs of a KeyedConfig.
-type keyedDefaults struct {
-	maxObjects, maxQueue int
-	interval             time.Duration
-	clock                Clock
-}
-
 // Validate reports the first field whose value is not accepted, as a
 // *ConfigError naming it.
 func (c KeyedConfig[K, T]) Validate() error {
@@ -202,9 +195,7 @@ func newKeyed[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) (*K
 	}
 	cfg = cfg.withDefaults()
 	k := &Keyed[K, T]{cfg: cfg, pools: make(map[*Pool[T]]K)}
-	k.b = newBudget[T](keyedDefaults{
-		maxObjects: cfg.MaxObjects, maxQueue: cfg.MaxQueueSize, interval: cfg.ValidationInterval, clock: cfg.Clock,
-	}, hook)
+	k.b = newBudget(cfg, hook)
 	k.b.forget, k.b.retire = k.forget, k.retire
 	k.keys.Store(newKeyTable(map[K]*Pool[T]{}))
 	go k.b.run()
