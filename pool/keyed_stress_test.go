@@ -46,10 +46,6 @@ var keyedStressKeys = []struct {
 }{{"a", 3, 1}, {"b", 4, 0}, {"c", 2, 0}}
 
 func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int64) error) {
-	const (
-		workers = 16
-		ops     = 2000
-	)
 	f, cf := stressFactory(failer)
 	k, err := NewKeyed(KeyedConfig[string, *fakeObj]{
 		MaxObjects:         keyedStressBudget,
@@ -76,37 +72,24 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 	}
 
 	var wg sync.WaitGroup
-	var closeOnce sync.Once
-	closed := make(chan struct{})
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer closeOnce.Do(func() { close(closed) }) // should the worker stop early
-			rng := rand.New(rand.NewPCG(uint64(w), 2))
-			for i := range ops {
-				switch {
-				case w == 0 && i == ops/2:
-					closeOnce.Do(func() { close(closed) })
-				case w == 1 && i == ops/4: // close c and add it again
-					if p := k.Pool("c"); p != nil {
-						p.StartClose()
-					}
-					add(2)
-				}
-				keyedStressStep(t, k, rng)
-				if live := f.live.Load(); live > keyedStressBudget {
-					t.Errorf("%d objects alive, budget %d", live, keyedStressBudget)
-					return
-				}
-				if s := k.Stats(); s.Total > keyedStressBudget {
-					t.Errorf("stats: total %d, budget %d", s.Total, keyedStressBudget)
-					return
-				}
+	stressWorkers(&wg, 2, func(w, i int, rng *rand.Rand) bool {
+		if w == 1 && i == stressOps/4 { // close c and add it again
+			if p := k.Pool("c"); p != nil {
+				p.StartClose()
 			}
-		}()
-	}
-	<-closed
+			add(2)
+		}
+		keyedStressStep(t, k, rng)
+		if live := f.live.Load(); live > keyedStressBudget {
+			t.Errorf("%d objects alive, budget %d", live, keyedStressBudget)
+			return false
+		}
+		if s := k.Stats(); s.Total > keyedStressBudget {
+			t.Errorf("stats: total %d, budget %d", s.Total, keyedStressBudget)
+			return false
+		}
+		return true
+	})
 	closeAfterStress(t, k.Close, &wg, f, keyedStressBudget)
 	s := k.Stats()
 	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, overloaded %d, destroys %v",

@@ -70,10 +70,6 @@ func (e *retryAfterErr) Error() string         { return "rejected until " + e.at
 func (e *retryAfterErr) RetryAfter() time.Time { return e.at }
 
 func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call, live int64) error) {
-	const (
-		workers = 16
-		ops     = 2000
-	)
 	f, cf := stressFactory(failer)
 	cfg.MaxObjects = maxObjects
 	cfg.MinIdle = 1
@@ -90,34 +86,53 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 	}
 
 	var wg sync.WaitGroup
+	stressWorkers(&wg, 1, func(_, _ int, rng *rand.Rand) bool {
+		stressStep(t, p, rng)
+		if live := f.live.Load(); live > int64(maxObjects) {
+			t.Errorf("%d objects alive, MaxObjects %d", live, maxObjects)
+			return false
+		}
+		if s := p.Stats(); s.EffectiveMaxObjects < 0 || s.EffectiveMaxObjects > maxObjects || s.Total > maxObjects {
+			t.Errorf("stats out of bounds: effective max %d, total %d, MaxObjects %d", s.EffectiveMaxObjects, s.Total, maxObjects)
+			return false
+		}
+		return true
+	})
+	closeAfterStress(t, p.Close, &wg, f, maxObjects)
+	s := p.Stats()
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
+}
+
+// stressOps is the number of steps of each stress worker.
+const stressOps = 2000
+
+// stressWorkers starts 16 workers, counted in wg, that each call step
+// (with its number w, the step's i and its own rng, seeded by w and seed)
+// stressOps times or until step returns false. It returns, for the test to
+// close what they work on, once worker 0 is halfway or a worker stopped
+// early; the others run on.
+func stressWorkers(wg *sync.WaitGroup, seed uint64, step func(w, i int, rng *rand.Rand) bool) {
+	const workers = 16
 	var closeOnce sync.Once
 	closed := make(chan struct{})
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for i := range ops {
-				if w == 0 && i == ops/2 {
+			defer closeOnce.Do(func() { close(closed) }) // should the worker stop early
+			rng := rand.New(rand.NewPCG(uint64(w), seed))
+			for i := range stressOps {
+				if w == 0 && i == stressOps/2 {
 					closeOnce.Do(func() { close(closed) })
 				}
-				stressStep(t, p, rng)
-				if live := f.live.Load(); live > int64(maxObjects) {
-					t.Errorf("%d objects alive, MaxObjects %d", live, maxObjects)
-					return
-				}
-				if s := p.Stats(); s.EffectiveMaxObjects < 0 || s.EffectiveMaxObjects > maxObjects || s.Total > maxObjects {
-					t.Errorf("stats out of bounds: effective max %d, total %d, MaxObjects %d", s.EffectiveMaxObjects, s.Total, maxObjects)
+				if !step(w, i, rng) {
 					return
 				}
 			}
 		}()
 	}
 	<-closed
-	closeAfterStress(t, p.Close, &wg, f, maxObjects)
-	s := p.Stats()
-	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
-		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
 }
 
 // closeAfterStress closes a pool under stress with closeFn, and checks what
