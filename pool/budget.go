@@ -101,13 +101,14 @@ type budget[T any] struct {
 	queued atomic.Int64
 }
 
-func newBudget[T any](cfg keyedDefaults, hook func(string)) *budget[T] {
-	_, sys := cfg.clock.(SystemClock)
+// newBudget makes the budget of a Keyed configured by cfg, with defaults.
+func newBudget[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) *budget[T] {
+	_, sys := cfg.Clock.(SystemClock)
 	return &budget[T]{
-		max:          cfg.maxObjects,
-		maxQueue:     cfg.maxQueue,
-		interval:     cfg.interval,
-		clk:          cfg.clock,
+		max:          cfg.MaxObjects,
+		maxQueue:     cfg.MaxQueueSize,
+		interval:     cfg.ValidationInterval,
+		clk:          cfg.Clock,
 		sysClock:     sys,
 		hook:         hook,
 		mailbox:      make(chan message[T], mailboxSize),

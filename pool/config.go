@@ -150,21 +150,33 @@ type Config struct {
 	Name string
 }
 
+// nonNegInt and nonNegDur refuse a negative value of field, which is zero
+// for its default or positive.
+func nonNegInt(field string, v int) error {
+	if v < 0 {
+		return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
+	}
+	return nil
+}
+
+func nonNegDur(field string, v time.Duration) error {
+	if v < 0 {
+		return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
+	}
+	return nil
+}
+
+// maxObjectsInLimit refuses a MaxObjects over MaxObjectsLimit.
+func maxObjectsInLimit(n int) error {
+	if n > MaxObjectsLimit {
+		return &ConfigError{Field: "MaxObjects", Value: n, Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
+	}
+	return nil
+}
+
 // Validate reports the first field whose value is not accepted, as a
 // *ConfigError naming it.
 func (c Config) Validate() error {
-	nonNegInt := func(field string, v int) error {
-		if v < 0 {
-			return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
-		}
-		return nil
-	}
-	nonNegDur := func(field string, v time.Duration) error {
-		if v < 0 {
-			return &ConfigError{Field: field, Value: v, Reason: "must be 0 (default) or positive"}
-		}
-		return nil
-	}
 	for _, err := range []error{
 		nonNegInt("MaxObjects", c.MaxObjects),
 		nonNegInt("MinIdle", c.MinIdle),
@@ -187,9 +199,8 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.MaxObjects > MaxObjectsLimit {
-		return &ConfigError{Field: "MaxObjects", Value: c.MaxObjects,
-			Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
+	if err := maxObjectsInLimit(c.MaxObjects); err != nil {
+		return err
 	}
 	d := c.withDefaults()
 	if d.MaxIdle > 0 && d.MaxIdle < d.ValidationInterval {

@@ -12,18 +12,16 @@ import (
 type sharedBound struct {
 	ctx     context.Context
 	cancel  context.CancelFunc // never called: the deadline or Close ends ctx
-	renewAt time.Duration      // monotonic time since boundEpoch
+	renewAt time.Duration      // monotonic time since monoEpoch
 }
 
-// boundEpoch is the reference of handOutBound's clock readings. The
-// deadline is real time (context.WithTimeout), so it is read on the real
-// monotonic clock, not the pool's Clock.
-var boundEpoch = time.Now()
-
 // handOutBound returns ctx, which cannot end, with a deadline between half a
-// TestTimeout and a TestTimeout from now, keeping ctx's values.
+// TestTimeout and a TestTimeout from now, keeping ctx's values. The
+// deadline is real time (context.WithTimeout), so it is read on the real
+// monotonic clock (as SystemClock's readings are, see clock), not the
+// pool's Clock.
 func (p *Pool[T]) handOutBound(ctx context.Context) context.Context {
-	now := time.Since(boundEpoch)
+	now := time.Since(monoEpoch)
 	b := p.bound.Load()
 	if b == nil || now >= b.renewAt {
 		// Two callers may renew at once; the bound they replace ends by its

@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,9 +244,10 @@ func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
 	// The pool reads ctx.Err after a rejection: wait there until the pool
 	// has taken the rejected objects off its count.
 	ctx := errHookCtx{Context: context.Background(), onErr: func() {
-		for s := h.p.Stats(); s.Total-s.Creating > n-int(rejected.Load()); s = h.p.Stats() {
-			runtime.Gosched()
-		}
+		waitUntil(t, "the rejected objects are off the count", func() bool {
+			s := h.p.Stats()
+			return s.Total-s.Creating <= n-int(rejected.Load())
+		})
 	}}
 	o, err := h.p.Take(ctx)
 	if err != nil {

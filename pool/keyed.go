@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/factory"
-	"github.com/respool/respool/internal/leaktrack"
 	"github.com/respool/respool/leak"
 )
 
@@ -144,33 +143,20 @@ type KeyedConfig[K comparable, T any] struct {
 	NewKey func(key K) (factory.Factory[T], Config, error)
 }
 
-// keyedDefaults is what the budget needs of a KeyedConfig.
-type keyedDefaults struct {
-	maxObjects, maxQueue int
-	interval             time.Duration
-	clock                Clock
-}
-
 // Validate reports the first field whose value is not accepted, as a
 // *ConfigError naming it.
 func (c KeyedConfig[K, T]) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"MaxObjects", int64(c.MaxObjects)},
-		{"MaxQueueSize", int64(c.MaxQueueSize)},
-		{"ValidationInterval", int64(c.ValidationInterval)},
-		{"Leak.HoldThreshold", int64(c.Leak.HoldThreshold)},
+	for _, err := range []error{
+		nonNegInt("MaxObjects", c.MaxObjects),
+		nonNegInt("MaxQueueSize", c.MaxQueueSize),
+		nonNegDur("ValidationInterval", c.ValidationInterval),
+		nonNegDur("Leak.HoldThreshold", c.Leak.HoldThreshold),
 	} {
-		if f.v < 0 {
-			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be 0 (default) or positive"}
+		if err != nil {
+			return err
 		}
 	}
-	if c.MaxObjects > MaxObjectsLimit {
-		return &ConfigError{Field: "MaxObjects", Value: c.MaxObjects, Reason: "must be at most " + strconv.Itoa(MaxObjectsLimit)}
-	}
-	return nil
+	return maxObjectsInLimit(c.MaxObjects)
 }
 
 func (c KeyedConfig[K, T]) withDefaults() KeyedConfig[K, T] {
@@ -209,9 +195,7 @@ func newKeyed[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) (*K
 	}
 	cfg = cfg.withDefaults()
 	k := &Keyed[K, T]{cfg: cfg, pools: make(map[*Pool[T]]K)}
-	k.b = newBudget[T](keyedDefaults{
-		maxObjects: cfg.MaxObjects, maxQueue: cfg.MaxQueueSize, interval: cfg.ValidationInterval, clock: cfg.Clock,
-	}, hook)
+	k.b = newBudget(cfg, hook)
 	k.b.forget, k.b.retire = k.forget, k.retire
 	k.keys.Store(newKeyTable(map[K]*Pool[T]{}))
 	go k.b.run()
@@ -312,18 +296,7 @@ func sameClock(a, b Clock) bool {
 
 // notifyGC has the loop watch every key's leases out after each garbage
 // collection, until the Keyed is done.
-func (k *Keyed[K, T]) notifyGC() {
-	b := k.b
-	leaktrack.OnGC(func() bool {
-		select {
-		case <-b.done:
-			return false
-		case b.mailbox <- message[T]{kind: msgGC}:
-		default: // the loop is busy: the next collection will do
-		}
-		return true
-	})
-}
+func (k *Keyed[K, T]) notifyGC() { sendOnGC(k.b.mailbox, k.b.done) }
 
 // Pool returns key's pool, or nil if the Keyed has no such key (it may come
 // with NewKey on a Take).

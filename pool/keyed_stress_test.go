@@ -46,18 +46,7 @@ var keyedStressKeys = []struct {
 }{{"a", 3, 1}, {"b", 4, 0}, {"c", 2, 0}}
 
 func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int64) error) {
-	const (
-		workers = 16
-		ops     = 2000
-	)
-	f := &fakeFactory{}
-	f.testFn = func(o *fakeObj) error {
-		if o.id%7 == 0 {
-			return errors.New("test failed")
-		}
-		return nil
-	}
-	cf := &failingFactory{fakeFactory: f, fail: failer}
+	f, cf := stressFactory(failer)
 	k, err := NewKeyed(KeyedConfig[string, *fakeObj]{
 		MaxObjects:         keyedStressBudget,
 		MaxQueueSize:       12,
@@ -83,37 +72,24 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 	}
 
 	var wg sync.WaitGroup
-	var closeOnce sync.Once
-	closed := make(chan struct{})
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer closeOnce.Do(func() { close(closed) }) // should the worker stop early
-			rng := rand.New(rand.NewPCG(uint64(w), 2))
-			for i := range ops {
-				switch {
-				case w == 0 && i == ops/2:
-					closeOnce.Do(func() { close(closed) })
-				case w == 1 && i == ops/4: // close c and add it again
-					if p := k.Pool("c"); p != nil {
-						p.StartClose()
-					}
-					add(2)
-				}
-				keyedStressStep(t, k, rng)
-				if live := f.live.Load(); live > keyedStressBudget {
-					t.Errorf("%d objects alive, budget %d", live, keyedStressBudget)
-					return
-				}
-				if s := k.Stats(); s.Total > keyedStressBudget {
-					t.Errorf("stats: total %d, budget %d", s.Total, keyedStressBudget)
-					return
-				}
+	stressWorkers(&wg, 2, func(w, i int, rng *rand.Rand) bool {
+		if w == 1 && i == stressOps/4 { // close c and add it again
+			if p := k.Pool("c"); p != nil {
+				p.StartClose()
 			}
-		}()
-	}
-	<-closed
+			add(2)
+		}
+		keyedStressStep(t, k, rng)
+		if live := f.live.Load(); live > keyedStressBudget {
+			t.Errorf("%d objects alive, budget %d", live, keyedStressBudget)
+			return false
+		}
+		if s := k.Stats(); s.Total > keyedStressBudget {
+			t.Errorf("stats: total %d, budget %d", s.Total, keyedStressBudget)
+			return false
+		}
+		return true
+	})
 	closeAfterStress(t, k.Close, &wg, f, keyedStressBudget)
 	s := k.Stats()
 	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d, overloaded %d, destroys %v",
@@ -122,27 +98,10 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 
 func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	key := keyedStressKeys[rng.IntN(len(keyedStressKeys))].key
-	var h Handle[*fakeObj]
-	var err error
-	if rng.IntN(5) == 0 {
-		h, err = k.TryTake(key)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(2000))*time.Microsecond)
-		if rng.IntN(10) == 0 {
-			cancel() // already cancelled
-		}
-		h, err = k.Take(ctx, key)
-		cancel()
-	}
-	if err != nil {
-		var ce *CreateError
-		switch {
-		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded),
-			errors.Is(err, ErrUnknownKey): // c between its close and its return
-		default:
-			t.Errorf("Take: unexpected error %v", err)
-		}
+	take := func(ctx context.Context) (Handle[*fakeObj], error) { return k.Take(ctx, key) }
+	tryTake := func() (Handle[*fakeObj], error) { return k.TryTake(key) }
+	h, ok := stressTake(t, rng, take, tryTake, ErrUnknownKey) // ErrUnknownKey: c between its close and its return
+	if !ok {
 		return
 	}
 	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {

@@ -75,11 +75,17 @@ func (p *Pool[T]) notifyGC() {
 	if p.cfg.Leak.Disabled {
 		return
 	}
+	sendOnGC(p.mailbox, p.done)
+}
+
+// sendOnGC sends msgGC to mailbox after each garbage collection, until done
+// is closed.
+func sendOnGC[T any](mailbox chan<- message[T], done <-chan struct{}) {
 	leaktrack.OnGC(func() bool {
 		select {
-		case <-p.done:
+		case <-done:
 			return false
-		case p.mailbox <- message[T]{kind: msgGC}:
+		case mailbox <- message[T]{kind: msgGC}:
 		default: // the actor is busy: the next collection will do
 		}
 		return true

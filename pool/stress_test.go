@@ -70,18 +70,7 @@ func (e *retryAfterErr) Error() string         { return "rejected until " + e.at
 func (e *retryAfterErr) RetryAfter() time.Time { return e.at }
 
 func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call, live int64) error) {
-	const (
-		workers = 16
-		ops     = 2000
-	)
-	f := &fakeFactory{}
-	f.testFn = func(o *fakeObj) error {
-		if o.id%7 == 0 {
-			return errors.New("test failed")
-		}
-		return nil
-	}
-	cf := &failingFactory{fakeFactory: f, fail: failer}
+	f, cf := stressFactory(failer)
 	cfg.MaxObjects = maxObjects
 	cfg.MinIdle = 1
 	cfg.MaxQueueSize = 12
@@ -97,34 +86,53 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 	}
 
 	var wg sync.WaitGroup
+	stressWorkers(&wg, 1, func(_, _ int, rng *rand.Rand) bool {
+		stressStep(t, p, rng)
+		if live := f.live.Load(); live > int64(maxObjects) {
+			t.Errorf("%d objects alive, MaxObjects %d", live, maxObjects)
+			return false
+		}
+		if s := p.Stats(); s.EffectiveMaxObjects < 0 || s.EffectiveMaxObjects > maxObjects || s.Total > maxObjects {
+			t.Errorf("stats out of bounds: effective max %d, total %d, MaxObjects %d", s.EffectiveMaxObjects, s.Total, maxObjects)
+			return false
+		}
+		return true
+	})
+	closeAfterStress(t, p.Close, &wg, f, maxObjects)
+	s := p.Stats()
+	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
+		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
+}
+
+// stressOps is the number of steps of each stress worker.
+const stressOps = 2000
+
+// stressWorkers starts 16 workers, counted in wg, that each call step
+// (with its number w, the step's i and its own rng, seeded by w and seed)
+// stressOps times or until step returns false. It returns, for the test to
+// close what they work on, once worker 0 is halfway or a worker stopped
+// early; the others run on.
+func stressWorkers(wg *sync.WaitGroup, seed uint64, step func(w, i int, rng *rand.Rand) bool) {
+	const workers = 16
 	var closeOnce sync.Once
 	closed := make(chan struct{})
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for i := range ops {
-				if w == 0 && i == ops/2 {
+			defer closeOnce.Do(func() { close(closed) }) // should the worker stop early
+			rng := rand.New(rand.NewPCG(uint64(w), seed))
+			for i := range stressOps {
+				if w == 0 && i == stressOps/2 {
 					closeOnce.Do(func() { close(closed) })
 				}
-				stressStep(t, p, rng)
-				if live := f.live.Load(); live > int64(maxObjects) {
-					t.Errorf("%d objects alive, MaxObjects %d", live, maxObjects)
-					return
-				}
-				if s := p.Stats(); s.EffectiveMaxObjects < 0 || s.EffectiveMaxObjects > maxObjects || s.Total > maxObjects {
-					t.Errorf("stats out of bounds: effective max %d, total %d, MaxObjects %d", s.EffectiveMaxObjects, s.Total, maxObjects)
+				if !step(w, i, rng) {
 					return
 				}
 			}
 		}()
 	}
 	<-closed
-	closeAfterStress(t, p.Close, &wg, f, maxObjects)
-	s := p.Stats()
-	t.Logf("takes %d, waits %d, queue full %d, cancelled %d, acquire timeouts %d, creates %d, create failures %d (failed fast %d, back-pressure %d), overloaded %d, destroys %v",
-		s.Takes, s.Waits, s.QueueFull, s.CancelledWaits, s.AcquireTimeouts, s.Creates, s.CreateFailures, s.FailedFast, s.BackPressureEvents, s.Overloaded, s.Destroys)
 }
 
 // closeAfterStress closes a pool under stress with closeFn, and checks what
@@ -156,30 +164,54 @@ func closeAfterStress(t *testing.T, closeFn func(context.Context) error, wg *syn
 	}
 }
 
+// stressFactory returns a fake factory whose tests fail for every seventh
+// object, and a failingFactory on it that fails the creations failer picks.
+func stressFactory(failer func(call, live int64) error) (*fakeFactory, *failingFactory) {
+	f := &fakeFactory{}
+	f.testFn = func(o *fakeObj) error {
+		if o.id%7 == 0 {
+			return errors.New("test failed")
+		}
+		return nil
+	}
+	return f, &failingFactory{fakeFactory: f, fail: failer}
+}
+
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
+	if h, ok := stressTake(t, rng, p.Take, p.TryTake, nil); ok {
+		holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+	}
+}
+
+// stressTake takes with tryTake or, with a random bound (or a context
+// already cancelled), with take, and reports whether it got an object. An
+// error is one a stress test expects (or is also), or the test fails.
+func stressTake(t *testing.T, rng *rand.Rand, take func(context.Context) (Handle[*fakeObj], error),
+	tryTake func() (Handle[*fakeObj], error), also error) (Handle[*fakeObj], bool) {
 	var h Handle[*fakeObj]
 	var err error
 	if rng.IntN(5) == 0 {
-		h, err = p.TryTake()
+		h, err = tryTake()
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(2000))*time.Microsecond)
 		if rng.IntN(10) == 0 {
 			cancel() // already cancelled
 		}
-		h, err = p.Take(ctx)
+		h, err = take(ctx)
 		cancel()
 	}
 	if err != nil {
 		var ce *CreateError
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrQueueFull), errors.Is(err, ErrNoIdleObject), errors.Is(err, ErrAcquireTimeout),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded):
+			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ce), errors.Is(err, ErrOverloaded),
+			also != nil && errors.Is(err, also):
 		default:
 			t.Errorf("Take: unexpected error %v", err)
 		}
-		return
+		return Handle[*fakeObj]{}, false
 	}
-	holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+	return h, true
 }
 
 // holdAndReturn holds h, taken in a stress test, a little (checking that
