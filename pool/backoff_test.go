@@ -421,6 +421,11 @@ func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 	if !strings.Contains(h.log.String(), "recovered=true") {
 		t.Fatalf("no line says creations recovered:\n%s", h.log.String())
 	}
+	for line := range strings.Lines(h.log.String()) {
+		if strings.Contains(line, "recovered=true") && !strings.Contains(line, `level=INFO msg="create recovered"`) {
+			t.Errorf("a recovery logged as something else: %s", line)
+		}
+	}
 }
 
 // At its retry time the gate is open: a caller that comes at that moment
@@ -446,5 +451,34 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 		if err := h.p.Discard(hd); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A recovery that comes before a line may be logged is reported by the
+// next tick as a recovery, with the failures no line reported.
+func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
+	for i := range 2 { // the first failure is logged at once, the second is not
+		if i > 0 {
+			h.heldBack()
+			h.clk.Move(time.Second)
+			h.ev.wait(t, "retry", 1)
+		}
+		if _, err := h.p.Take(context.Background()); err == nil {
+			t.Fatal("Take succeeded on a failing factory")
+		}
+		h.ev.wait(t, "created", 1)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.Move(time.Second)
+	h.ev.wait(t, "retry", 1)
+	h.giveBack(h.take())             // recovered within the log interval: no line yet
+	h.clk.Advance(t, 10*time.Second) // the tick reports it
+	h.ev.wait(t, "tick", 1)
+	lines := strings.Split(strings.TrimSpace(h.log.String()), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) != 2 || !strings.Contains(last, `level=INFO msg="create recovered"`) || !strings.Contains(last, "failures=1") {
+		t.Fatalf("log:\n%s\nwant the first failure, then the recovery with the one failure no line reported", h.log.String())
 	}
 }

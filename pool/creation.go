@@ -364,7 +364,7 @@ func (a *actor[T]) logFailure(now int64) {
 	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.CreateBackoff.LogInterval) {
 		return
 	}
-	a.logLine(now, "create failed", false)
+	a.logLine(now, false)
 }
 
 // logRecovery logs that creations succeed again, if a line may be logged
@@ -375,21 +375,21 @@ func (a *actor[T]) logRecovery() {
 	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.CreateBackoff.LogInterval) {
 		return
 	}
-	a.logLine(now, "create recovered", true)
+	a.logLine(now, true)
 }
 
 // flushFailureLog reports, at a tick, failures no line has reported yet.
 func (a *actor[T]) flushFailureLog(now int64) {
 	g := &a.gate
 	if g.unlogged > 0 && now-g.lineAt >= int64(a.p.cfg.CreateBackoff.LogInterval) {
-		a.logLine(now, "create failed", g.failures == 0)
+		a.logLine(now, g.failures == 0)
 	}
 }
 
-// logLine logs msg with the gate's state: the failures since the last line,
-// how many in a row, the last error, the next attempt, the effective size.
-// A recovery is logged at level Info, a failure at Warn.
-func (a *actor[T]) logLine(now int64, msg string, recovered bool) {
+// logLine logs a failure (at Warn) or a recovery (at Info) with the gate's
+// state: the failures since the last line, how many in a row, the last
+// error, the next attempt, the effective size.
+func (a *actor[T]) logLine(now int64, recovered bool) {
 	p, g := a.p, &a.gate
 	kind := EventCreateFailed
 	if recovered {
@@ -404,9 +404,9 @@ func (a *actor[T]) logLine(now int64, msg string, recovered bool) {
 	}
 	if recovered {
 		args = append(args, AttrRecovered, true)
-		p.cfg.Logger.Info(msg, args...)
+		p.cfg.Logger.Info(kind.message(), args...)
 	} else {
-		p.cfg.Logger.Warn(msg, args...)
+		p.cfg.Logger.Warn(kind.message(), args...)
 	}
 	g.lineAt, g.unlogged = now, 0
 }
