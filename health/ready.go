@@ -58,7 +58,7 @@ func (c *Checker) readiness(ctx context.Context, name string, src Source) PoolRe
 		}
 	}
 	if src.Pause != nil {
-		if st := src.Pause.State(); holding(st) {
+		if st := src.Pause.State(); st.Holding() {
 			return notReady(st.Until, "paused: %v", st.Reason)
 		}
 	}

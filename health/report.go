@@ -5,7 +5,6 @@ import (
 
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/pause"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 
@@ -104,7 +103,7 @@ func (c *Checker) poolReport(name string, src Source) PoolReport {
 	}
 	if src.Pause != nil {
 		st := src.Pause.State()
-		r.Pause = &PauseState{Holding: holding(st), Until: st.Until, Waiting: st.Waiting, LastPause: st.LastPause, Pauses: st.Pauses}
+		r.Pause = &PauseState{Holding: st.Holding(), Until: st.Until, Waiting: st.Waiting, LastPause: st.LastPause, Pauses: st.Pauses}
 		if st.Reason != nil {
 			r.Pause.Reason = c.redact(st.Reason.Error())
 		}
@@ -115,10 +114,6 @@ func (c *Checker) poolReport(name string, src Source) PoolReport {
 	}
 	return r
 }
-
-// holding reports that a pause holds calls back: its gate is closed and no
-// probe is under way.
-func holding(st pause.State) bool { return !st.Open && !st.Probing }
 
 // redact applies Redact, then Config.Redact.
 func (c *Checker) redact(s string) string {

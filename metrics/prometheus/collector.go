@@ -123,7 +123,7 @@ func collectSource(ch chan<- prom.Metric, name string, src health.Source) {
 	if p := src.Pause; p != nil {
 		st := p.State()
 		v := 0.0
-		if !st.Open && !st.Probing {
+		if st.Holding() {
 			v = 1
 		}
 		gauge(descPauseHolding, v)

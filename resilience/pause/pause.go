@@ -301,6 +301,10 @@ type State struct {
 	Escalations uint64        // pauses grown by Escalation, ever
 }
 
+// Holding reports whether the gate holds callers back: paused, and not yet
+// letting its probe through.
+func (s State) Holding() bool { return !s.Open && !s.Probing }
+
 // State returns a snapshot of the gate.
 func (p *Pause) State() State {
 	p.mu.Lock()
