@@ -198,9 +198,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for p.Stats().Queued != 1 {
-		runtime.Gosched() // the waiter has not queued yet
-	}
+	waitUntil(t, "the waiter queued", func() bool { return p.Stats().Queued == 1 })
 	if _, err := p.Take(context.Background()); !errors.Is(err, pool.ErrQueueFull) {
 		t.Fatalf("third Take: %v, want ErrQueueFull", err)
 	}
@@ -304,6 +302,17 @@ func TestRedact(t *testing.T) {
 	} {
 		if got := health.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// waitUntil polls cond, yielding between polls, and fails the test if it
+// does not hold within 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -87,9 +86,7 @@ func TestTransportHonoursRetryAfterPoolWide(t *testing.T) {
 				t.Fatal(err)
 			}
 			second := get(client, srv.URL)
-			for tr.Pause().State().Waiting != 1 {
-				runtime.Gosched() // the second request has not reached the gate yet
-			}
+			waitUntil(t, "the second request reached the gate", func() bool { return tr.Pause().State().Waiting == 1 })
 			if n := api.seen.Load(); n != 1 {
 				t.Fatalf("%d requests reached the server during the pause, want 1", n)
 			}

@@ -54,8 +54,11 @@ func Example() {
 			p.GiveBack(h)
 		}
 	}()
-	for p.Stats().Queued == 0 {
-		runtime.Gosched()
+	for deadline := time.Now().Add(5 * time.Second); p.Stats().Queued == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			fmt.Println("the caller never queued")
+			return
+		}
 	}
 	for range 3 {
 		resp, err := http.Get(srv.URL)

@@ -78,9 +78,7 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 			_ = p.GiveBack(h)
 		}
 	}()
-	for p.Stats().Queued != 1 {
-		runtime.Gosched() // the caller has not queued yet
-	}
+	waitUntil(t, "the caller queued", func() bool { return p.Stats().Queued == 1 })
 	code, ra, body := call(t, srv.URL)
 	cancel()
 	<-queued
@@ -157,5 +155,16 @@ func TestAdmitAnswers429ForTheLimiterAnd503ForTheBreaker(t *testing.T) {
 	}
 	if code, ra, _ := call(t, bsrv.URL); code != http.StatusServiceUnavailable || ra != "5" {
 		t.Fatalf("open breaker: %d Retry-After %q, want 503 and 5 (the first open delay)", code, ra)
+	}
+}
+
+// waitUntil polls cond, yielding between polls, and fails the test if it
+// does not hold within 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
 	}
 }

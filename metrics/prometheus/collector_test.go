@@ -106,9 +106,7 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
 	go func() { _, err := p.Take(ctx); waited <- err }()
-	for p.Stats().Queued != 1 {
-		runtime.Gosched() // the waiter has not queued yet
-	}
+	waitUntil(t, "the waiter queued", func() bool { return p.Stats().Queued == 1 })
 	if _, err := p.Take(context.Background()); !errors.Is(err, pool.ErrQueueFull) {
 		t.Fatalf("Take: %v, want ErrQueueFull", err)
 	}
@@ -221,5 +219,16 @@ func TestRemovedPoolsAreNotExported(t *testing.T) {
 	c.Remove("a")
 	if n := len(scrape(t, reg)["respool_objects"].GetMetric()); n != 1 {
 		t.Fatalf("after Remove: %d pools exported, want 1", n)
+	}
+}
+
+// waitUntil polls cond, yielding between polls, and fails the test if it
+// does not hold within 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
 	}
 }
