@@ -1,8 +1,8 @@
 # respool — see `make help`.
 SHELL := /bin/bash
 GO ?= go
-# Nested modules with their own go.mod (heavy or test-only dependencies).
-MODULES := . bench integration examples metrics/prometheus
+# Every module: the root and the nested ones with their own go.mod (heavy or test-only dependencies).
+MODULES := $(shell git ls-files go.mod '*/go.mod' | xargs -n1 dirname)
 STATICCHECK_VERSION := v0.7.0
 BENCH_COUNT ?= 10
 BENCH_TIME ?= 200ms
@@ -20,10 +20,10 @@ test: test-unit test-integration ## every test of every module, with -race (inst
 test-race: test ## same as test: every test runs with -race
 
 test-unit: ## unit tests of the library and of every other module but integration (bench, examples: each example is run by a test, the Prometheus collector), with -race
-	$(GO) test -race -count=1 ./...
-	cd bench && $(GO) test -race -count=1 ./...
-	cd examples && $(GO) test -race -count=1 ./...
-	cd metrics/prometheus && $(GO) test -race -count=1 ./...
+	@for m in $(filter-out integration,$(MODULES)); do \
+		echo "cd $$m && $(GO) test -race -count=1 ./..."; \
+		(cd $$m && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 test-integration: ## tests against real PostgreSQL and MariaDB servers started on loopback
 	bash scripts/ensure-mariadb.sh
@@ -37,7 +37,7 @@ faults: ## the fault suite alone (issue 9; ~3 min): every pool under kill, limit
 
 lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@for m in $$(git ls-files go.mod '*/go.mod' | xargs -n1 dirname); do \
+	@for m in $(MODULES); do \
 		echo "lint: $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
 			$(GO) mod tidy -diff) || exit 1; \

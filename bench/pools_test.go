@@ -105,14 +105,21 @@ func newRespool(size int, lc leak.Config) (benchPool, error) {
 func (r *respoolPool) worker() worker { return &respoolWorker{p: r.p} }
 
 func (r *respoolPool) close() error {
+	return closeChecked("respool", r.p.Close, func() pool.Stats { return r.p.Stats() })
+}
+
+// closeChecked closes a respool pool (bounded by closeTimeout), and fails
+// if its stats then count what no scenario should cause: a caller refused,
+// a creation failed, a leak, a wait cancelled.
+func closeChecked(name string, close func(context.Context) error, stats func() pool.Stats) error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	if err := r.p.Close(ctx); err != nil {
+	if err := close(ctx); err != nil {
 		return err
 	}
-	if s := r.p.Stats(); s.QueueFull != 0 || s.CreateFailures != 0 || s.LeaksDetected != 0 || s.CancelledWaits != 0 {
-		return fmt.Errorf("respool: unexpected counts: QueueFull %d, CreateFailures %d, LeaksDetected %d, CancelledWaits %d",
-			s.QueueFull, s.CreateFailures, s.LeaksDetected, s.CancelledWaits)
+	if s := stats(); s.QueueFull != 0 || s.CreateFailures != 0 || s.LeaksDetected != 0 || s.CancelledWaits != 0 {
+		return fmt.Errorf("%s: unexpected counts: QueueFull %d, CreateFailures %d, LeaksDetected %d, CancelledWaits %d",
+			name, s.QueueFull, s.CreateFailures, s.LeaksDetected, s.CancelledWaits)
 	}
 	return nil
 }
@@ -169,16 +176,7 @@ func (r *keyedPool) worker() worker {
 }
 
 func (r *keyedPool) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	if err := r.k.Close(ctx); err != nil {
-		return err
-	}
-	if s := r.k.Stats(); s.QueueFull != 0 || s.CreateFailures != 0 || s.LeaksDetected != 0 || s.CancelledWaits != 0 {
-		return fmt.Errorf("keyed: unexpected counts: QueueFull %d, CreateFailures %d, LeaksDetected %d, CancelledWaits %d",
-			s.QueueFull, s.CreateFailures, s.LeaksDetected, s.CancelledWaits)
-	}
-	return nil
+	return closeChecked("keyed", r.k.Close, func() pool.Stats { return r.k.Stats().Stats })
 }
 
 type keyedWorker struct {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/respool/respool/resilience/breaker"
 	"sync/atomic"
 	"time"
 
@@ -13,9 +12,9 @@ import (
 	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
-	"github.com/respool/respool/resilience/retry"
 )
 
 // faultPool is the name of the fault step's pool and of its chaos
@@ -55,8 +54,9 @@ const failurePause = 50 * time.Millisecond
 // faultTally counts what the fault step's transactions met.
 type faultTally struct {
 	committed, retriedOK, failed atomic.Int64
-	conflicts, connErrs, others  atomic.Int64 // failed attempts, by class
-	rejected                     atomic.Int64 // attempts a resilience mechanism refused at once
+	conflicts                    atomic.Int64 // attempts the server rolled back
+	connErrs, others             atomic.Int64 // failed transactions, by class
+	rejected                     atomic.Int64 // transactions a resilience mechanism refused at once
 	deadlines                    atomic.Int64 // transactions that ran into their context's deadline
 	afterOutage                  atomic.Int64 // committed, begun after the outage
 	slowestFail                  atomic.Int64 // the longest a failed transaction took, in ns
@@ -64,10 +64,11 @@ type faultTally struct {
 }
 
 // faults opens a second pool through the chaos driver and runs
-// transactions through faults: serialization failures (retried as a whole
-// transaction), connections dropped (replaced by the pool), and an outage
-// during which every connection attempt is refused (callers fail fast, the
-// pool backs off, and recovers when the outage ends).
+// transactions through faults: serialization failures (retried as whole
+// transactions by respool.TxRunner), connections dropped (replaced by the
+// pool), and an outage during which every connection attempt is refused
+// (callers fail fast, the pool backs off, and recovers when the outage
+// ends).
 func (dm *demo) faults(ctx context.Context) error {
 	fp := dm.opts.Faults
 	dm.d.heading("4. Faults: %d workers run transactions for %v through the chaos driver", fp.Workers, fp.Duration)
@@ -106,10 +107,12 @@ func (dm *demo) faults(ctx context.Context) error {
 		return err
 	}
 
-	rt, err := retry.New(retry.Config[struct{}]{
+	// Conflicts are retried as whole transactions by respool's TxRunner;
+	// a transaction that met anything else fails, and its worker comes
+	// back a little later.
+	txr, err := respool.NewTxRunner(respool.TxConfig{
 		MaxAttempts: 8,
 		Delay:       delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: delay.Full},
-		RetryOn:     retryable,
 	})
 	if err != nil {
 		return err
@@ -127,45 +130,33 @@ func (dm *demo) faults(ctx context.Context) error {
 			s.Total, s.MaxObjects, s.Creates, s.CreateFailures, s.FailedFast)
 	})
 	loop(ctx, fp.Workers, fp.Duration-time.Since(opened), func(w, i int) {
-		dm.transfer(ctx, db, rt, w, i, opened, &tally)
+		dm.transfer(ctx, db, txr, w, i, opened, &tally)
 	})
 	close(stop)
 	<-watched
 	return dm.faultChecks(ctx, c, cc, &tally, sumBefore)
 }
 
-// retryable is the transaction retry's RetryOn: a conflict the database
-// asks to retry, a connection that failed before anything was sent, or a
-// call a resilience mechanism refused (it did not run; the retry waits for
-// the rejection's retry-after).
-func retryable(err error) bool {
-	return dbclass.IsTxRetryable(err) || dbclass.IsConnectRetryable(err) || errors.Is(err, resilience.ErrRejected)
-}
-
-// transfer runs one transaction (two updates) under rt, and counts what it
-// met.
-func (dm *demo) transfer(ctx context.Context, db *sql.DB, rt *retry.Retry[struct{}], worker, i int, opened time.Time, tally *faultTally) {
+// transfer runs one transaction (two updates) under txr, and counts what
+// it met.
+func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner, worker, i int, opened time.Time, tally *faultTally) {
 	fp := dm.opts.Faults
 	begun := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, fp.TxTimeout)
 	defer cancel()
 	attempts := 0
-	_, err := rt.Do(tctx, func(ctx context.Context) (struct{}, error) {
+	q := "UPDATE " + tableName + " SET n = n + 1 WHERE worker = " + dm.target.ph(1)
+	err := txr.RunInTx(tctx, db, nil, func(tx *sql.Tx) error {
 		attempts++
-		err := dm.transferOnce(ctx, db, worker, (worker+1+i)%fp.Workers)
-		switch {
-		case err == nil:
-		case dbclass.IsTxRetryable(err):
-			tally.conflicts.Add(1)
-		case errors.Is(err, resilience.ErrRejected):
-			tally.rejected.Add(1)
-		case dbclass.IsConnectRetryable(err):
-			tally.connErrs.Add(1)
-		case ctx.Err() == nil:
-			tally.others.Add(1)
-			tally.firstOther.set(err)
+		for _, w := range []int{worker, (worker + 1 + i) % fp.Workers} {
+			if _, err := tx.ExecContext(tctx, q, w); err != nil {
+				if dbclass.IsTxRetryable(err) {
+					tally.conflicts.Add(1)
+				}
+				return err
+			}
 		}
-		return struct{}{}, err
+		return nil
 	})
 	switch {
 	case err == nil:
@@ -176,43 +167,30 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, rt *retry.Retry[struct
 		if begun.Sub(opened) >= fp.OutageTo {
 			tally.afterOutage.Add(1)
 		}
+		return
 	case ctx.Err() != nil:
-		// The demo was interrupted: not counted.
-	default:
-		tally.failed.Add(1)
-		if errors.Is(err, context.DeadlineExceeded) {
-			tally.deadlines.Add(1)
+		return // the demo was interrupted: not counted
+	case dbclass.IsTxRetryable(err): // conflicts on every attempt: counted above
+	case errors.Is(err, resilience.ErrRejected):
+		tally.rejected.Add(1)
+	case dbclass.IsConnectRetryable(err):
+		tally.connErrs.Add(1)
+	case tctx.Err() == nil:
+		tally.others.Add(1)
+		tally.firstOther.set(err)
+	}
+	tally.failed.Add(1)
+	if errors.Is(err, context.DeadlineExceeded) {
+		tally.deadlines.Add(1)
+	}
+	took := int64(time.Since(begun))
+	for {
+		prev := tally.slowestFail.Load()
+		if took <= prev || tally.slowestFail.CompareAndSwap(prev, took) {
+			break
 		}
-		took := int64(time.Since(begun))
-		for {
-			prev := tally.slowestFail.Load()
-			if took <= prev || tally.slowestFail.CompareAndSwap(prev, took) {
-				break
-			}
-		}
-		_ = work(ctx, failurePause) // a client that failed comes back a little later
 	}
-}
-
-// transferOnce is one attempt: both updates and the commit, or a rollback.
-func (dm *demo) transferOnce(ctx context.Context, db *sql.DB, from, to int) (err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	q := "UPDATE " + tableName + " SET n = n + 1 WHERE worker = " + dm.target.ph(1)
-	if _, err := tx.ExecContext(ctx, q, from); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, q, to); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_ = work(ctx, failurePause) // a client that failed comes back a little later
 }
 
 // faultChecks checks what the fault step showed.
@@ -229,7 +207,7 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 	}
 	dm.expect(cs.Injected("error") > 0 && tally.retriedOK.Load() > 0,
 		"serialization failures retried",
-		"%d conflicts met; %d transactions committed after a retry (dbclass.IsTxRetryable + retry)%s",
+		"%d conflicts met; %d transactions committed after a retry (respool.TxRunner)%s",
 		tally.conflicts.Load(), tally.retriedOK.Load(), note)
 	dm.expect(cs.Injected("drop") > 0 && s.Creates > uint64(dm.opts.MaxConns),
 		"lost connections replaced",

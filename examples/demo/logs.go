@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/respool/respool/leak"
+	"github.com/respool/respool/pool"
 )
 
 // logSink is the slog.Handler of respool's log lines during the demo (a
@@ -21,7 +22,6 @@ type logSink struct {
 type logState struct {
 	d     *display
 	leaks chan leakReport // buffered; a report that finds it full is dropped
-
 }
 
 // leakReport is one LEAK-DETECTED line.
@@ -40,12 +40,12 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	var rep leakReport
 	each := func(a slog.Attr) bool {
 		switch a.Key {
-		case "taken_at":
+		case pool.AttrTakenAt:
 			rep.takenAt = a.Value.String()
 			return true
-		case "pool":
+		case pool.AttrPool:
 			rep.pool = a.Value.String()
-		case "action":
+		case pool.AttrAction:
 			rep.action = a.Value.String()
 		}
 		attrs = append(attrs, fmt.Sprintf("%s=%q", a.Key, a.Value.String()))

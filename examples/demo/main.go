@@ -12,8 +12,8 @@
 //     the connection and frees its slot;
 //  4. opens a second pool through the chaos driver (respool_driver=chaos),
 //     which injects serialization failures, dropped connections and a
-//     two-second outage: transactions are retried (resilience/dbclass and
-//     resilience/retry), broken connections are replaced, and callers fail
+//     two-second outage: transactions the server rolled back are retried
+//     (respool.TxRunner), broken connections are replaced, and callers fail
 //     fast during the outage instead of hanging; the pool recovers after it.
 //
 // It checks what it shows and exits with status 1 if any of it did not

@@ -31,6 +31,7 @@ func main() {
 
 func run() error {
 	var ids atomic.Int64
+	leaked := make(chan struct{}, 1)
 	f := factory.Funcs[*conn]{
 		CreateFunc: func(ctx context.Context) (*conn, error) {
 			time.Sleep(2 * time.Millisecond) // a connection handshake
@@ -43,6 +44,14 @@ func run() error {
 		Leak:         leak.Config{CaptureStack: true},
 		Logger:       slog.New(slog.NewTextHandler(os.Stdout, nil)),
 		Name:         "quickstart",
+		OnEvent: func(e pool.Event) {
+			if e.Kind == pool.EventLeak {
+				select {
+				case leaked <- struct{}{}:
+				default:
+				}
+			}
+		},
 	})
 	if err != nil {
 		return err
@@ -75,9 +84,20 @@ func run() error {
 	fmt.Printf("served %d callers, refused %d at once (queue full)\n", served.Load(), refused.Load())
 
 	loseAHandle(p)
-	for i := 0; i < 10 && p.Stats().LeaksDetected == 0; i++ {
-		runtime.GC() // the leak is found when the lost handle is collected
-		time.Sleep(10 * time.Millisecond)
+	// The leak is found when the lost handle is collected: run the
+	// collector until the pool reports it.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	bound := time.After(time.Second)
+	for reported := false; !reported; {
+		runtime.GC()
+		select {
+		case <-leaked:
+			reported = true
+		case <-tick.C:
+		case <-bound:
+			return errors.New("the lost handle was not reported within 1s")
+		}
 	}
 
 	s := p.Stats()

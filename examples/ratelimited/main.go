@@ -13,6 +13,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +111,7 @@ func run(ctx context.Context, out io.Writer) error {
 				if _, err := call(ctx); err != nil {
 					failed.Add(1)
 					mu.Lock()
-					firstErr = cmpOr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					continue
 				}
@@ -136,13 +137,6 @@ func run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("the API answered 429 %d times: more than the %d calls in flight", api.tooMany.Load(), clients)
 	}
 	return nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // apiClient is one pooled client of the API: an HTTP client and a session.
