@@ -20,9 +20,13 @@ func shortOptions(out *bytes.Buffer) options {
 	o.Out = out
 	o.WorkloadTime = time.Second
 	o.PlainEvery = 500 * time.Millisecond
-	o.Faults.Duration = 4 * time.Second
+	// An outage as long as the demo's own (2 s): in 1 s the refused
+	// connection attempts did not always outweigh the statements that
+	// succeeded before it in the breaker's window (it failed to open 2
+	// runs in 10).
+	o.Faults.Duration = 5 * time.Second
 	o.Faults.OutageFrom = time.Second
-	o.Faults.OutageTo = 2 * time.Second
+	o.Faults.OutageTo = 3 * time.Second
 	return o
 }
 
