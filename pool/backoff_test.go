@@ -382,19 +382,8 @@ func TestBackoffDisabled(t *testing.T) {
 // recovery.
 func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
-	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
 	const failures = 30
-	for i := range failures { // about one attempt a second
-		if i > 0 {
-			h.heldBack()
-			h.clk.Move(time.Second)
-			h.ev.wait(t, "retry", 1)
-		}
-		if _, err := h.p.Take(context.Background()); err == nil {
-			t.Fatal("Take succeeded on a failing factory")
-		}
-		h.ev.wait(t, "created", 1)
-	}
+	h.failEverySecond(failures)
 	if n := h.f.attempts.Load(); n != failures {
 		t.Fatalf("%d attempts, want %d", n, failures)
 	}
@@ -458,18 +447,7 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
-	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	for i := range 2 { // the first failure is logged at once, the second is not
-		if i > 0 {
-			h.heldBack()
-			h.clk.Move(time.Second)
-			h.ev.wait(t, "retry", 1)
-		}
-		if _, err := h.p.Take(context.Background()); err == nil {
-			t.Fatal("Take succeeded on a failing factory")
-		}
-		h.ev.wait(t, "created", 1)
-	}
+	h.failEverySecond(2) // the first failure is logged at once, the second is not
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Move(time.Second)
 	h.ev.wait(t, "retry", 1)
@@ -480,5 +458,24 @@ func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 	last := lines[len(lines)-1]
 	if len(lines) != 2 || !strings.Contains(last, `level=INFO msg="create recovered"`) || !strings.Contains(last, "failures=1") {
 		t.Fatalf("log:\n%s\nwant the first failure, then the recovery with the one failure no line reported", h.log.String())
+	}
+}
+
+// failEverySecond makes the factory refuse and has n Takes see n attempts
+// fail, one a second (a backoff of 1 s), each waiting for the pool's next
+// attempt.
+func (h *harness) failEverySecond(n int) {
+	h.t.Helper()
+	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
+	for i := range n {
+		if i > 0 {
+			h.heldBack()
+			h.clk.Move(time.Second)
+			h.ev.wait(h.t, "retry", 1)
+		}
+		if _, err := h.p.Take(context.Background()); err == nil {
+			h.t.Fatal("Take succeeded on a failing factory")
+		}
+		h.ev.wait(h.t, "created", 1)
 	}
 }
