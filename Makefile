@@ -10,7 +10,7 @@ BENCH_TIME ?= 200ms
 FAULTS_REPORT ?= $(or $(TMPDIR),/tmp)/respool-faults.md
 FAULTS_FLAGS ?=
 
-.PHONY: help test test-race test-unit test-integration faults lint bench demo check tidy
+.PHONY: help test test-race test-unit test-integration faults lint bench demo check tidy api
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ bench: ## pool benchmarks (ratios to puddle), then resilience benchmarks (ratios
 demo: ## ~15s on embedded SQLite: stats, queue full, a leak reclaimed, faults handled; DEMO_DSN=… runs it on PostgreSQL or MySQL
 	@echo 'cd examples && $(GO) run ./demo "$$DEMO_DSN"'
 	@cd examples && $(GO) run ./demo "$$DEMO_DSN"
+
+api: ## count the exported identifiers of every public package (the surface a user reads)
+	@$(GO) run ./internal/apicount .
 
 check: lint test ## lint and every test
 
