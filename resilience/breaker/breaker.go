@@ -183,18 +183,17 @@ func (b *Breaker) rejectLocked(now int64, reason error, retryAt time.Time) error
 	return err
 }
 
-// advanceLocked makes the time-driven transitions due at now: Open to
-// HalfOpen, and HalfOpen back to Open after HalfOpenMaxWait.
+// advanceLocked makes the time-driven transitions due by now: HalfOpen
+// back to Open once HalfOpenMaxWait has passed, as of the time it passed
+// (so the open delay runs from then, as if a timer had fired); Open to
+// HalfOpen once the delay has ended, as of now: the trials begin with the
+// first call that comes.
 func (b *Breaker) advanceLocked(now int64) {
-	switch b.load().state() {
-	case Open:
-		if now >= b.openUntil {
-			b.toLocked(HalfOpen, now)
-		}
-	case HalfOpen:
-		if b.c.HalfOpenMaxWait > 0 && now-b.half.since >= int64(b.c.HalfOpenMaxWait) {
-			b.toLocked(Open, now)
-		}
+	if maxWait := int64(b.c.HalfOpenMaxWait); maxWait > 0 && b.load().state() == HalfOpen && now-b.half.since >= maxWait {
+		b.toLocked(Open, b.half.since+maxWait)
+	}
+	if b.load().state() == Open && now >= b.openUntil {
+		b.toLocked(HalfOpen, now)
 	}
 }
 
