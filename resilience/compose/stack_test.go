@@ -287,3 +287,52 @@ func TestInnerWaitEndedByContextIsNotAFailure(t *testing.T) {
 		t.Fatalf("breaker %+v; want closed with nothing recorded", st)
 	}
 }
+
+// TestFallbackLeavesTheCallersEnd: the fallback of a Stack does not turn the
+// caller's own cancellation or deadline into a success; a timeout of the
+// Stack's own is an attempt's failure, which it does replace.
+func TestFallbackLeavesTheCallersEnd(t *testing.T) {
+	fb, err := fallback.New(fallback.Config[string]{Value: "fallback value"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktest.New(time.Time{})
+	to, err := timeout.New(timeout.Config{Clock: clk, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &compose.Stack[string]{Fallback: fb, Timeout: to}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	v, err := s.Do(ctx, func(ctx context.Context) (string, error) {
+		cancel() // the caller gives up while the operation runs
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	if v != "" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller cancelled during the call: %q, %v; want context.Canceled", v, err)
+	}
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
+	v, err = s.Do(past, func(ctx context.Context) (string, error) { return "", ctx.Err() })
+	if v != "" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller's deadline passed: %q, %v; want context.DeadlineExceeded", v, err)
+	}
+
+	bound := testctx.New(t)
+	done := make(chan string, 1)
+	go func() {
+		v, _ := s.Do(bound, func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		done <- v
+	}()
+	if err := clk.WaitTimers(bound, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if v := <-done; v != "fallback value" {
+		t.Fatalf("the stack's own timeout: %q; want the fallback value", v)
+	}
+}
