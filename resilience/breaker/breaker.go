@@ -21,7 +21,7 @@ type Breaker struct {
 	adaptive bool
 
 	word atomic.Uint64             // the current word: state and generation
-	win  atomic.Pointer[windowBox] // the Closed state's window, new with each Closed
+	win  atomic.Pointer[windowBox] // the recording states' window, new with each of them
 
 	mu         sync.Mutex // guards the following fields and every transition
 	openUntil  int64      // Open: when it half-opens
@@ -31,10 +31,23 @@ type Breaker struct {
 	throttle   *timeWindow // adaptive: calls are requests, failures are accepts
 	rejected   atomic.Uint64
 	transition atomic.Uint64
+
+	// midPublish, when not nil, is called by a transition between storing
+	// the new generation's window and its word, so that a test can run an
+	// Exit in between. It is set only by package-internal tests, before
+	// use.
+	midPublish func()
 }
 
-// windowBox lets an interface sit behind an atomic.Pointer.
-type windowBox struct{ window }
+// windowBox lets an interface sit behind an atomic.Pointer, with the
+// generation whose outcomes it records. A transition stores the new window
+// before the new word, so an Exit that has checked its permit against the
+// word may still load the next generation's window: it compares gen too,
+// which costs no lock and no allocation.
+type windowBox struct {
+	window
+	gen uint64
+}
 
 // halfOpen is the HalfOpen state's count of its trial calls.
 type halfOpen struct {
@@ -55,18 +68,19 @@ func New(c Config) (*Breaker, error) {
 	if b.adaptive {
 		b.throttle = newTimeWindow(int64(c.WindowDuration), c.WindowBuckets)
 	}
-	b.win.Store(b.newWindow())
+	b.win.Store(b.newWindow(1))
 	b.word.Store(uint64(makeWord(1, Closed)))
 	return b, nil
 }
 
 var _ resilience.Guard = (*Breaker)(nil)
 
-func (b *Breaker) newWindow() *windowBox {
+// newWindow returns an empty window for generation gen.
+func (b *Breaker) newWindow(gen uint64) *windowBox {
 	if b.c.Window == TimeWindow {
-		return &windowBox{newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets)}
+		return &windowBox{newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets), gen}
 	}
-	return &windowBox{newCountWindow(b.c.WindowSize)}
+	return &windowBox{newCountWindow(b.c.WindowSize), gen}
 }
 
 func (b *Breaker) nanos(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
@@ -169,18 +183,17 @@ func (b *Breaker) rejectLocked(now int64, reason error, retryAt time.Time) error
 	return err
 }
 
-// advanceLocked makes the time-driven transitions due at now: Open to
-// HalfOpen, and HalfOpen back to Open after HalfOpenMaxWait.
+// advanceLocked makes the time-driven transitions due by now: HalfOpen
+// back to Open once HalfOpenMaxWait has passed, as of the time it passed
+// (so the open delay runs from then, as if a timer had fired); Open to
+// HalfOpen once the delay has ended, as of now: the trials begin with the
+// first call that comes.
 func (b *Breaker) advanceLocked(now int64) {
-	switch b.load().state() {
-	case Open:
-		if now >= b.openUntil {
-			b.toLocked(HalfOpen, now)
-		}
-	case HalfOpen:
-		if b.c.HalfOpenMaxWait > 0 && now-b.half.since >= int64(b.c.HalfOpenMaxWait) {
-			b.toLocked(Open, now)
-		}
+	if maxWait := int64(b.c.HalfOpenMaxWait); maxWait > 0 && b.load().state() == HalfOpen && now-b.half.since >= maxWait {
+		b.toLocked(Open, b.half.since+maxWait)
+	}
+	if b.load().state() == Open && now >= b.openUntil {
+		b.toLocked(HalfOpen, now)
 	}
 }
 
@@ -213,7 +226,11 @@ func (b *Breaker) Exit(p resilience.Permit, err error) {
 	if !ok || b.word.Load() != p.Token {
 		return // ignored, or admitted before a transition
 	}
-	t, changed := b.win.Load().record(o, now)
+	win := b.win.Load()
+	if win.gen != w.gen() {
+		return // a transition is storing its word: the window is the next generation's
+	}
+	t, changed := win.record(o, now)
 	if changed && w.state() != ForcedClosed && b.crossed(t, b.c.MinimumCalls) {
 		b.tripped(w, now, t)
 	}
@@ -254,7 +271,7 @@ func (b *Breaker) tripped(w word, now int64, t tally) {
 	if w.state() == MetricsOnly {
 		b.c.Listener.Emit(resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
 			Kind: resilience.EventThreshold, Err: thresholdError(t)})
-		b.win.Store(b.newWindow())
+		b.win.Store(b.newWindow(w.gen()))
 		return
 	}
 	if !b.needNow {
@@ -299,16 +316,28 @@ func (b *Breaker) toLocked(s State, now int64) {
 		b.half = halfOpen{since: now, left: b.c.HalfOpenCalls}
 	case Closed:
 		b.openings = 0
-		b.win.Store(b.newWindow())
 	}
-	b.word.Store(uint64(makeWord(from.gen()+1, s)))
-	b.transition.Add(1)
+	b.publishLocked(from, s)
 	e := resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventStateChange, From: from.state().String(), To: s.String()}
 	if s == Open {
 		e.Delay, e.RetryAt = b.lastDelay, b.time(b.openUntil)
 	}
 	b.c.Listener.Emit(e)
+}
+
+// publishLocked starts the generation after from's, in state s: a state
+// that records outcomes (Closed, ForcedClosed, MetricsOnly) gets a fresh
+// window, stored before the word that admits calls into it.
+func (b *Breaker) publishLocked(from word, s State) {
+	if s.records() {
+		b.win.Store(b.newWindow(from.gen() + 1))
+	}
+	if b.midPublish != nil {
+		b.midPublish()
+	}
+	b.word.Store(uint64(makeWord(from.gen()+1, s)))
+	b.transition.Add(1)
 }
 
 // State returns the current state, making any transition due first.
@@ -333,9 +362,6 @@ func (b *Breaker) TransitionTo(s State) error {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s == ForcedClosed || s == MetricsOnly {
-		b.win.Store(b.newWindow())
-	}
 	b.toLocked(s, now)
 	return nil
 }
@@ -351,9 +377,7 @@ func (b *Breaker) Reset() {
 		b.throttle = newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets)
 	}
 	from := b.load()
-	b.win.Store(b.newWindow())
-	b.word.Store(uint64(makeWord(from.gen()+1, Closed)))
-	b.transition.Add(1)
+	b.publishLocked(from, Closed)
 	b.c.Listener.Emit(resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventReset, From: from.state().String(), To: Closed.String()})
 }

@@ -257,6 +257,65 @@ func TestHalfOpenMaxWaitAppliesToLateTrials(t *testing.T) {
 	f.want(breaker.Open)
 }
 
+// TestHalfOpenMaxWaitReopensAtItsDueTime: HalfOpenMaxWait reopens the
+// circuit when it is due, not when the next call happens to look. Open
+// delay 5s, max wait 1s, a trial that hangs from 5s: the circuit reopens at
+// 6s, so a call at 12s is the trial of the next half-open (a constant delay:
+// open until 11s), or is refused until 16s (an exponential one: the second
+// opening, 10s from 6s), whoever looked in between. (It reopened at 12s,
+// when the call came, and refused it until 17s or 22s.)
+func TestHalfOpenMaxWaitReopensAtItsDueTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		delay    delay.Strategy
+		openedAt time.Duration // the reopening's end, from the start
+	}{
+		{"constant", delay.Constants(5 * time.Second), 11 * time.Second},
+		{"exponential", delay.Exponentials(5*time.Second, time.Minute), 16 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxWait: time.Second,
+				OpenDelay: tc.delay})
+			start := f.clk.Now()
+			f.calls(1, errDown) // open from 0s to 5s
+			f.clk.Advance(5 * time.Second)
+			hung, err := f.b.Enter(context.Background()) // the trial, which hangs
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(7 * time.Second) // 12s; nobody looked since 5s
+			p, err := f.b.Enter(context.Background())
+			var reopen resilience.Event
+			for _, e := range f.events {
+				if e.Kind == resilience.EventStateChange && e.From == "half_open" {
+					reopen = e
+				}
+			}
+			if at := reopen.Time.Sub(start); reopen.To != "open" || at != 6*time.Second || !reopen.RetryAt.Equal(start.Add(tc.openedAt)) {
+				t.Fatalf("reopened (%s>%s) at %v until %v; want at 6s until %v", reopen.From, reopen.To, at,
+					reopen.RetryAt.Sub(start), tc.openedAt)
+			}
+			if tc.openedAt <= 12*time.Second {
+				if err != nil {
+					t.Fatalf("call at 12s: %v; want it admitted as the trial of the half-open after the reopening at 6s", err)
+				}
+				f.b.Exit(hung, errDown) // the old trial ends late: not recorded
+				f.b.Exit(p, nil)
+				f.want(breaker.Closed)
+				return
+			}
+			at, ok := resilience.RetryAfter(err)
+			if !errors.Is(err, breaker.ErrOpen) || !ok || at.Sub(start) != tc.openedAt {
+				t.Fatalf("call at 12s: %v (retry at %v); want ErrOpen until %v", err, at.Sub(start), tc.openedAt)
+			}
+			if s := f.b.Stats(); s.Openings != 2 || s.OpenUntil.Sub(start) != tc.openedAt {
+				t.Fatalf("stats %+v; want the second opening, until %v", s, tc.openedAt)
+			}
+			f.b.Exit(hung, nil)
+		})
+	}
+}
+
 // TestMinimumCallsAboveWindowSize: a count window can never hold more
 // than WindowSize calls, so a larger MinimumCalls would keep the circuit
 // closed for ever; it is refused.

@@ -64,7 +64,8 @@ type Config struct {
 	// Default 10.
 	HalfOpenCalls int
 	// HalfOpenMaxWait is the longest the circuit stays HalfOpen before
-	// opening again. Default 0: until the HalfOpenCalls have ended.
+	// opening again; the open delay then runs from the moment it passed.
+	// Default 0: until the HalfOpenCalls have ended.
 	HalfOpenMaxWait time.Duration
 	// OpenDelay is how long the circuit stays open: delay.Constant, or
 	// delay.Exponential (capped by Max) over the openings in a row.

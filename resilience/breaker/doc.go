@@ -32,7 +32,9 @@
 // IsFailure and IsIgnored decide what an error means; rejections by inner
 // guards (resilience.ErrRejected) are never recorded. Transitions are lazy:
 // they happen when a call or an observer (State, Stats) comes, so a Breaker
-// needs no goroutine and no timer.
+// needs no goroutine and no timer. A reopening after HalfOpenMaxWait takes
+// effect as of the time it was due, as if a timer had fired then: its open
+// delay runs from that time, not from the first call that finds it.
 //
 // The closed-state success path of a count-window breaker without slow-call
 // detection reads no clock, takes no lock, writes no shared memory once the

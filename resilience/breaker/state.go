@@ -18,6 +18,9 @@ const (
 	numStates
 )
 
+// records reports whether s records outcomes in a window.
+func (s State) records() bool { return s == Closed || s == ForcedClosed || s == MetricsOnly }
+
 var stateNames = [numStates]string{"closed", "open", "half_open", "forced_open", "forced_closed", "metrics_only", "disabled"}
 
 func (s State) String() string {

@@ -29,7 +29,13 @@ type Stack[T any] struct {
 const numGuards = 4
 
 // Do runs op through the stack and returns its outcome, or a rejection.
+// When ctx has already ended, nothing runs and no guard is entered: Do
+// returns ctx's error.
 func (s *Stack[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
 	v, err := s.retried(ctx, op)
 	if s.Fallback != nil && err != nil {
 		return s.Fallback.Apply(ctx, v, err)

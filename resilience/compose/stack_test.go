@@ -19,6 +19,7 @@ import (
 	"github.com/respool/respool/resilience/fallback"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/ratelimit"
 	"github.com/respool/respool/resilience/retry"
 	"github.com/respool/respool/resilience/timeout"
 )
@@ -261,12 +262,19 @@ func TestPauseInTheStack(t *testing.T) {
 // the breaker outside must not count it as a failure of the service, or
 // queued callers' deadlines would open the circuit of a healthy service.
 func TestInnerWaitEndedByContextIsNotAFailure(t *testing.T) {
+	bound := testctx.New(t)
 	clk := clocktest.New(time.Time{})
 	b, err := breaker.New(breaker.Config{Clock: clk, WindowSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bh, err := bulkhead.New(bulkhead.Config{Clock: clk, MaxConcurrent: 1, QueueSize: 10})
+	queued := make(chan struct{}, 2)
+	bh, err := bulkhead.New(bulkhead.Config{Clock: clk, MaxConcurrent: 1, QueueSize: 10,
+		Listener: func(e resilience.Event) {
+			if e.Kind == resilience.EventQueued {
+				queued <- struct{}{}
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +284,105 @@ func TestInnerWaitEndedByContextIsNotAFailure(t *testing.T) {
 	}
 	defer bh.Exit(busy, nil)
 	s := &compose.Stack[int]{Breaker: b, Bulkhead: bh}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel()
 	for range 2 {
-		if _, err := s.Do(ctx, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, context.DeadlineExceeded) {
+		ctx := testctx.NewDeadline(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Do(ctx, func(context.Context) (int, error) { return 1, nil })
+			done <- err
+		}()
+		select {
+		case <-queued:
+		case <-bound.Done():
+			t.Fatal("the call never queued in the bulkhead")
+		}
+		ctx.Expire()
+		if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v; want the caller's deadline", err)
 		}
 	}
 	if st := b.Stats(); st.State != breaker.Closed || st.Calls != 0 {
 		t.Fatalf("breaker %+v; want closed with nothing recorded", st)
+	}
+}
+
+// TestFallbackLeavesTheCallersEnd: the fallback of a Stack does not turn the
+// caller's own cancellation or deadline into a success; a timeout of the
+// Stack's own is an attempt's failure, which it does replace.
+func TestFallbackLeavesTheCallersEnd(t *testing.T) {
+	fb, err := fallback.New(fallback.Config[string]{Value: "fallback value"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktest.New(time.Time{})
+	to, err := timeout.New(timeout.Config{Clock: clk, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &compose.Stack[string]{Fallback: fb, Timeout: to}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	v, err := s.Do(ctx, func(ctx context.Context) (string, error) {
+		cancel() // the caller gives up while the operation runs
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	if v != "" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller cancelled during the call: %q, %v; want context.Canceled", v, err)
+	}
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
+	v, err = s.Do(past, func(ctx context.Context) (string, error) { return "", ctx.Err() })
+	if v != "" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller's deadline passed: %q, %v; want context.DeadlineExceeded", v, err)
+	}
+
+	bound := testctx.New(t)
+	done := make(chan string, 1)
+	go func() {
+		v, _ := s.Do(bound, func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		done <- v
+	}()
+	if err := clk.WaitTimers(bound, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if v := <-done; v != "fallback value" {
+		t.Fatalf("the stack's own timeout: %q; want the fallback value", v)
+	}
+}
+
+// TestEndedCallerSpendsNothing: a Stack called with a context that has
+// already ended runs nothing and returns the context's error: no attempt,
+// no guard entered, so the limiter's only permit is still there for the
+// next caller; with or without a retry.
+func TestEndedCallerSpendsNothing(t *testing.T) {
+	r, err := retry.New(retry.Config[int]{Delay: delay.Strategy{Kind: delay.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, withRetry := range []bool{true, false} {
+		l, err := ratelimit.New(ratelimit.Config{Clock: clocktest.New(time.Time{}),
+			Limit: ratelimit.Limit{Permits: 1, Period: time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &compose.Stack[int]{Limiter: l}
+		if withRetry {
+			s.Retry = r
+		}
+		calls := 0
+		op := func(context.Context) (int, error) { calls++; return 1, nil }
+		if _, err := s.Do(canceled, op); !errors.Is(err, context.Canceled) || calls != 0 {
+			t.Fatalf("retry %v: ended caller: %v after %d calls; want context.Canceled and no call", withRetry, err, calls)
+		}
+		if v, err := s.Do(context.Background(), op); v != 1 || err != nil {
+			t.Fatalf("retry %v: the next caller: %v, %v; want the permit the ended caller left", withRetry, v, err)
+		}
 	}
 }

@@ -19,29 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/resilience/internal/testctx"
 )
-
-// manualDeadline is a context whose deadline passes when the test says so:
-// a statement can be in flight when it expires, without timing the test.
-type manualDeadline struct {
-	context.Context
-	done chan struct{}
-}
-
-func newManualDeadline() *manualDeadline {
-	return &manualDeadline{Context: context.Background(), done: make(chan struct{})}
-}
-
-func (c *manualDeadline) Done() <-chan struct{} { return c.done }
-func (c *manualDeadline) expire()               { close(c.done) }
-func (c *manualDeadline) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
 
 func canceledContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,9 +149,9 @@ func TestPgconnErrors(t *testing.T) {
 			return err
 		}, want(dbclass.ClassCaller, "canceled")},
 		{"deadline passed under a running statement", func(t *testing.T) error {
-			ctx := newManualDeadline()
+			ctx := testctx.NewDeadline(context.Background())
 			conn := pgMustConnect(t, serveLoopback(t, pgSession(func(*pgproto3.Backend, string) bool {
-				ctx.expire() // the statement has reached the server
+				ctx.Expire() // the statement has reached the server
 				return true
 			})))
 			_, err := conn.Exec(ctx, "UPDATE accounts SET n = n + 1").ReadAll()

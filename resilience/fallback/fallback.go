@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"errors"
 
 	"github.com/respool/respool/resilience"
 )
@@ -38,9 +39,19 @@ func New[T any](c Config[T]) (*Fallback[T], error) {
 }
 
 // Apply returns v and err as they are on success, or when On declines err;
-// otherwise Func's outcome, or Value.
+// otherwise Func's outcome, or Value. A failure after ctx has ended
+// (cancelled, or past its deadline) is the caller's own and is not
+// replaced: Apply returns v and an error that matches ctx's error, and err
+// when that is another (as failsafe-go's fallback returns the context's
+// error). ctx is the caller's context, the one the operation was run with.
 func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
 	if err == nil || (f.c.On != nil && !f.c.On(err)) {
+		return v, err
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if !errors.Is(err, ctxErr) {
+			err = errors.Join(ctxErr, err)
+		}
 		return v, err
 	}
 	f.c.Listener.Emit(resilience.Event{Time: f.c.Clock.Now(), Mechanism: mechanism, Name: f.c.Name,
@@ -51,7 +62,7 @@ func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
 	return f.c.Value, nil
 }
 
-// Do runs op and applies the fallback to its outcome.
+// Do runs op with ctx and applies the fallback to its outcome.
 func (f *Fallback[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	v, err := op(ctx)
 	return f.Apply(ctx, v, err)

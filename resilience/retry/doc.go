@@ -10,8 +10,9 @@
 // time lies past the end of the context or of MaxElapsed, Retry gives up at
 // once instead of waiting in vain.
 //
-// Every wait ends with the context. The caller's own context errors are
-// never retried.
+// Every wait ends with the context, and no attempt starts once it has
+// ended (a Do called with an ended context runs nothing and returns its
+// error). The caller's own context errors are never retried.
 //
 // A Retry is safe for concurrent use; each Do keeps its own count. The
 // success path (first attempt succeeds) reads no clock and allocates

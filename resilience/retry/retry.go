@@ -41,8 +41,14 @@ func New[T any](c Config[T]) (*Retry[T], error) {
 // Do runs op until it succeeds, its failure is not retryable, or the
 // attempts, MaxElapsed or ctx run out, and returns the last outcome (through
 // MapResult). When ctx ends during a wait, the error matches both ctx's
-// error and the last attempt's.
+// error and the last attempt's. No attempt starts once ctx has ended: when
+// it has ended before Do, op is not run and Do returns ctx's error as it
+// is.
 func (r *Retry[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
 	st := r.Begin()
 	for {
 		v, err := op(ctx)
@@ -126,12 +132,14 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return true
+		if ctx.Err() == nil { // select picks either when both are ready
+			return true
+		}
 	case <-ctx.Done():
-		r.waitsCut.Add(1)
-		st.waitErr = context.Cause(ctx)
-		return false
 	}
+	r.waitsCut.Add(1)
+	st.waitErr = context.Cause(ctx)
+	return false
 }
 
 func (r *Retry[T]) retryAfter(err error, now time.Time) (time.Time, bool) {

@@ -251,3 +251,63 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedContextRunsNothing: a Do whose context has already ended
+// (cancelled, or past its deadline) does not run its first attempt; it
+// returns the context's error.
+func TestEndedContextRunsNothing(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
+	var events []resilience.Event
+	r := mustNew(t, retry.Config[int]{Listener: func(e resilience.Event) { events = append(events, e) }})
+	for _, tc := range []struct {
+		ctx  context.Context
+		want error
+	}{{canceled, context.Canceled}, {past, context.DeadlineExceeded}} {
+		calls := 0
+		v, err := r.Do(tc.ctx, failing(0, 7, &calls))
+		if calls != 0 || v != 0 || !errors.Is(err, tc.want) {
+			t.Fatalf("ended context: %v, %v after %d calls; want no call and %v", v, err, calls, tc.want)
+		}
+	}
+	if len(events) != 0 || r.Stats() != (retry.Stats{}) {
+		t.Fatalf("events %v, stats %+v; want none", events, r.Stats())
+	}
+}
+
+// firedClock's timers have fired by the time they are set, and setting one
+// ends the caller's context: the retry's wait then finds both ready.
+type firedClock struct {
+	*clocktest.Clock
+	cancel context.CancelFunc
+}
+
+func (c firedClock) NewTimer(time.Duration) resilience.Timer {
+	c.cancel()
+	return c.Clock.NewTimer(0)
+}
+
+// TestNoAttemptAfterTheContextEnds: when a retry's delay and the caller's
+// context end together, the next attempt is not started with the ended
+// context (a select between the two picks either).
+func TestNoAttemptAfterTheContextEnds(t *testing.T) {
+	for i := range 64 {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := mustNew(t, retry.Config[int]{Clock: firedClock{clocktest.New(time.Time{}), cancel},
+			Delay: delay.Constants(time.Second)})
+		calls, late := 0, 0
+		_, err := r.Do(ctx, func(ctx context.Context) (int, error) {
+			calls++
+			if ctx.Err() != nil {
+				late++
+			}
+			return 0, errTransient
+		})
+		cancel()
+		if late != 0 || calls != 1 || !errors.Is(err, context.Canceled) || !errors.Is(err, errTransient) {
+			t.Fatalf("run %d: %d attempts, %d of them with the context ended, err %v; want 1 and none, and both errors", i, calls, late, err)
+		}
+	}
+}

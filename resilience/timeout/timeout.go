@@ -34,7 +34,13 @@ const mechanism = "timeout"
 // past its deadline.
 var ErrTimeout = errors.New("timeout")
 
-// Error is the error of an operation that ran past its deadline.
+// Error is the error of an operation that ran past its deadline and
+// failed of it. It matches ErrTimeout and, through errors.Is and errors.As,
+// what the operation returned (a driver's error type, a server's code),
+// except the context's own errors: errors.Is(err, context.DeadlineExceeded)
+// and errors.Is(err, context.Canceled) are false, so that the timeout is
+// not taken for the caller's deadline or cancellation (an outer retry
+// retries it, a breaker counts it).
 type Error struct {
 	Name    string
 	Timeout time.Duration
@@ -49,10 +55,18 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("timeout%s: operation ran past %v: %v", name, e.Timeout, e.Err)
 }
 
-// Unwrap returns ErrTimeout alone: the operation's own error (often a
-// context.DeadlineExceeded) is in Err, so that the caller's context errors
-// are not confused with it.
+// Unwrap returns ErrTimeout. The operation's error is reached through Is
+// and As instead, which leave the context's errors out.
 func (e *Error) Unwrap() error { return ErrTimeout }
+
+// Is reports whether the operation's error matches target, unless target
+// is context.DeadlineExceeded or context.Canceled.
+func (e *Error) Is(target error) bool {
+	return target != context.DeadlineExceeded && target != context.Canceled && errors.Is(e.Err, target)
+}
+
+// As finds target in the operation's error.
+func (e *Error) As(target any) bool { return errors.As(e.Err, target) }
 
 // Timeout bounds operations. Make one with New.
 type Timeout struct {
@@ -73,6 +87,17 @@ func New(c Config) (*Timeout, error) {
 
 // Do runs op with ctx bounded by t. When the caller's deadline is sooner,
 // op runs with ctx as it is and nothing is allocated.
+//
+// op's error becomes an *Error when the deadline made op fail: the timeout
+// fired, ctx had not ended, and the error is the context's (it matches
+// context.DeadlineExceeded or context.Canceled, as a driver's error does
+// when its context ends; or the cause, ErrTimeout). Any other error is
+// op's own and is returned as it is, even when it came back after the
+// deadline: a server's error that was on its way (a deadlock, a unique
+// violation) is not a timeout. So is a driver's own report of the deadline
+// that does not carry the context's error, such as PostgreSQL's 57014
+// query_canceled after pgx's cancel request, which resilience/dbclass
+// classifies as a statement timeout.
 func Do[T any](ctx context.Context, t *Timeout, op func(context.Context) (T, error)) (T, error) {
 	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(t.c.Clock) && time.Until(dl) <= t.c.Timeout {
 		return op(ctx)
@@ -80,10 +105,16 @@ func Do[T any](ctx context.Context, t *Timeout, op func(context.Context) (T, err
 	tctx, cancel := t.context(ctx)
 	v, err := op(tctx)
 	cancel()
-	if err != nil && errors.Is(context.Cause(tctx), errFired) && ctx.Err() == nil {
+	if err != nil && errors.Is(context.Cause(tctx), errFired) && ctx.Err() == nil && ofContext(err) {
 		err = t.fired(err)
 	}
 	return v, err
+}
+
+// ofContext reports whether err is its context's: the deadline or the
+// cancellation by which the timeout ends it, or the timeout's cause.
+func ofContext(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout)
 }
 
 // errFired is the cause a Timeout cancels its context with.

@@ -23,30 +23,15 @@ func blocking(ctx context.Context) (int, error) {
 }
 
 func TestFiresOnTheVirtualClock(t *testing.T) {
-	bound := testctx.New(t)
-	clk := clocktest.New(time.Time{})
-	var fired []resilience.Event
-	to, err := timeout.New(timeout.Config{Timeout: 2 * time.Second, Clock: clk,
-		Listener: func(e resilience.Event) { fired = append(fired, e) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := timeout.Do(bound, to, blocking)
-		done <- err
-	}()
-	if err := clk.WaitTimers(bound, 1); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(2*time.Second - 1)
+	r := startTimeout(t, 2*time.Second, blocking)
+	r.clk.Advance(2*time.Second - 1)
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		t.Fatalf("returned before the deadline: %v", err)
 	default:
 	}
-	clk.Advance(1)
-	err = <-done
+	r.clk.Advance(1)
+	err := <-r.done
 	var te *timeout.Error
 	if !errors.Is(err, timeout.ErrTimeout) || !errors.As(err, &te) || te.Timeout != 2*time.Second {
 		t.Fatalf("err %v; want a timeout.Error after 2s", err)
@@ -54,9 +39,37 @@ func TestFiresOnTheVirtualClock(t *testing.T) {
 	if errors.Is(err, context.DeadlineExceeded) || !errors.Is(te.Err, context.Canceled) {
 		t.Fatalf("err %v must not look like the caller's deadline; its cause %v", err, te.Err)
 	}
-	if len(fired) != 1 || fired[0].Kind != resilience.EventTimeout {
-		t.Fatalf("events %+v", fired)
+	if len(*r.events) != 1 || (*r.events)[0].Kind != resilience.EventTimeout {
+		t.Fatalf("events %+v", *r.events)
 	}
+}
+
+// started is a timeout.Do running in a goroutine on a virtual clock.
+type started struct {
+	clk    *clocktest.Clock
+	done   chan error          // Do's error
+	events *[]resilience.Event // read once done has been received from
+}
+
+// startTimeout runs op under a timeout of d on a virtual clock and returns
+// once the deadline's timer is set.
+func startTimeout(t *testing.T, d time.Duration, op func(context.Context) (int, error)) started {
+	t.Helper()
+	bound := testctx.New(t)
+	r := started{clk: clocktest.New(time.Time{}), done: make(chan error, 1), events: new([]resilience.Event)}
+	to, err := timeout.New(timeout.Config{Timeout: d, Clock: r.clk,
+		Listener: func(e resilience.Event) { *r.events = append(*r.events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := timeout.Do(bound, to, op)
+		r.done <- err
+	}()
+	if err := r.clk.WaitTimers(bound, 1); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestSuccessAndCallerCancel(t *testing.T) {
@@ -100,5 +113,61 @@ func TestConfigError(t *testing.T) {
 	var ce *resilience.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Timeout" {
 		t.Fatalf("err %v; want a ConfigError on Timeout", err)
+	}
+}
+
+// queryError is a driver's error that carries its context's error.
+type queryError struct {
+	query string
+	err   error
+}
+
+func (e *queryError) Error() string { return e.query + ": " + e.err.Error() }
+func (e *queryError) Unwrap() error { return e.err }
+
+// runPastDeadline runs op under a 1s timeout on a virtual clock, moves the
+// clock to the deadline once op waits, and returns the number of timeout
+// events and Do's error.
+func runPastDeadline(t *testing.T, op func(context.Context) (int, error)) (events int, err error) {
+	t.Helper()
+	r := startTimeout(t, time.Second, op)
+	r.clk.Advance(time.Second)
+	err = <-r.done
+	return len(*r.events), err
+}
+
+// TestTimeoutShowsTheOperationsError: the operation's error is within
+// reach of errors.As (and errors.Is) through the timeout's Error, all but
+// the context's own errors, which stay hidden: the timeout is not the
+// caller's deadline or cancellation.
+func TestTimeoutShowsTheOperationsError(t *testing.T) {
+	events, err := runPastDeadline(t, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, &queryError{query: "SELECT 1", err: ctx.Err()}
+	})
+	var te *timeout.Error
+	var qe *queryError
+	if !errors.As(err, &te) || !errors.Is(err, timeout.ErrTimeout) || events != 1 {
+		t.Fatalf("err %v after %d events; want a timeout.Error", err, events)
+	}
+	if !errors.As(err, &qe) || qe.query != "SELECT 1" || !errors.Is(err, error(qe)) {
+		t.Fatalf("err %v: the operation's *queryError is out of reach", err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v matches a context error: it would pass for the caller's", err)
+	}
+}
+
+// TestLateErrorOfItsOwnIsNotATimeout: an operation that fails of its own,
+// not of the deadline, is not reported as a timeout because its error came
+// back after the deadline: its error is returned as it is.
+func TestLateErrorOfItsOwnIsNotATimeout(t *testing.T) {
+	errDuplicate := errors.New("duplicate key")
+	events, err := runPastDeadline(t, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, errDuplicate
+	})
+	if err != errDuplicate || events != 0 {
+		t.Fatalf("err %v after %d timeout events; want the operation's own error as it is", err, events)
 	}
 }
