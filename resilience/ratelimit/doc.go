@@ -33,6 +33,8 @@
 // (Redis, SQL) implements Take and Drain as one atomic operation each on one
 // key (a script, a conditional UPDATE): no callbacks, no locks held across
 // calls; optionally SlotCanceler too, to take back a cancelled wait's slot.
+// Limiters with different limits may share a MemoryStore: each key is
+// evicted by the limit it is taken under.
 //
 // The unkeyed token bucket's success path takes no lock and allocates
 // nothing.

@@ -28,7 +28,10 @@ func compile(l Limit) rule { return rule{Limit: l, interval: max(int64(l.Period)
 // state is one key's state in memory. TokenBucket and LeakyBucket use tat
 // alone, lock free; the other algorithms use the fields under mu.
 type state struct {
-	tat atomic.Int64 // theoretical arrival time: when the bucket is full again
+	// rule is the limit a MemoryStore's key was last taken under, by which
+	// the store's clean-up judges it (guarded by the shard's lock).
+	rule rule
+	tat  atomic.Int64 // theoretical arrival time: when the bucket is full again
 
 	mu     sync.Mutex // guards the following fields
 	window int64      // FixedWindow, SlidingWindow: index of the current window
@@ -251,9 +254,10 @@ func (s *state) drain(l *rule, now int64) {
 	}
 }
 
-// fresh reports whether the state at now admits what a new key's would, so
-// that forgetting it lets nothing more through.
-func (s *state) fresh(l *rule, now int64) bool {
+// fresh reports whether the state at now admits what a new key's would
+// under its own rule, so that forgetting it lets nothing more through.
+func (s *state) fresh(now int64) bool {
+	l := &s.rule
 	switch l.Algorithm {
 	case TokenBucket, LeakyBucket:
 		return s.tat.Load() <= now

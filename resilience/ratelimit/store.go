@@ -12,7 +12,9 @@ import (
 // one key's state: a shared store implements it as one script or one
 // conditional update, and holds nothing between calls. The limiter passes
 // the Limit with every call (it may change at run time) and the time, so
-// that a store needs no clock of its own (it may use its own).
+// that a store needs no clock of its own (it may use its own). Limiters
+// with different limits may share a store: a key is judged by its own
+// limit, in any clean-up too.
 type Store interface {
 	// Take takes n permits for key at now under lim if they can be had at
 	// once, or, for LeakyBucket, within maxWait; otherwise it takes
@@ -46,8 +48,9 @@ type Decision struct {
 }
 
 // MemoryStore is the in-memory Store, safe for concurrent use. Keys whose
-// state is back to a fresh key's are evicted as it goes, once per Period at
-// most, so that idle keys cost nothing.
+// state is back to a fresh key's under the limit they were last taken with
+// are evicted as it goes, once per Period at most, so that idle keys cost
+// nothing.
 type MemoryStore struct {
 	base      timeBase
 	seed      maphash.Seed
@@ -84,7 +87,7 @@ func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, no
 	sh := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.stateLocked(key).take(&r, n, t, int64(maxWait)).public(&r, t), nil
+	return sh.stateLocked(key, &r).take(&r, n, t, int64(maxWait)).public(&r, t), nil
 }
 
 // Drain implements Store.
@@ -94,7 +97,7 @@ func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.T
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	r := compile(lim)
-	sh.stateLocked(key).drain(&r, t)
+	sh.stateLocked(key, &r).drain(&r, t)
 	return nil
 }
 
@@ -105,7 +108,7 @@ func (m *MemoryStore) CancelSlot(_ context.Context, key string, n int64, lim Lim
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	r := compile(lim)
-	sh.stateLocked(key).cancelSlot(&r, n, t, int64(wait))
+	sh.stateLocked(key, &r).cancelSlot(&r, n, t, int64(wait))
 	return nil
 }
 
@@ -121,13 +124,15 @@ func (m *MemoryStore) Len() int {
 	return n
 }
 
-// stateLocked returns key's state, adding a fresh one if there is none.
-func (sh *memShard) stateLocked(key string) *state {
+// stateLocked returns key's state, taken under r, adding a fresh one if
+// there is none.
+func (sh *memShard) stateLocked(key string, r *rule) *state {
 	s := sh.states[key]
 	if s == nil {
 		s = &state{}
 		sh.states[key] = s
 	}
+	s.rule = *r
 	return s
 }
 
@@ -135,8 +140,10 @@ func (m *MemoryStore) shard(key string) *memShard {
 	return &m.shards[maphash.String(m.seed, key)%numShards]
 }
 
-// sweep evicts the fresh keys of every shard, at most once per Period; the
-// caller that moves lastSweep does it.
+// sweep evicts the fresh keys of every shard, at most once per l's Period;
+// the caller that moves lastSweep does it. Each key is judged by the limit
+// it was last taken under, not l: limiters with different limits may share
+// the store.
 func (m *MemoryStore) sweep(l *rule, now int64) {
 	last := m.lastSweep.Load()
 	if now-last < int64(l.Period) || !m.lastSweep.CompareAndSwap(last, now) {
@@ -146,7 +153,7 @@ func (m *MemoryStore) sweep(l *rule, now int64) {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		for k, s := range sh.states {
-			if s.fresh(l, now) {
+			if s.fresh(now) {
 				delete(sh.states, k)
 			}
 		}
