@@ -178,3 +178,25 @@ func TestSharedStoreKeysKeepTheirOwnLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreDecisionRemaining: a MemoryStore's Decision counts the permits
+// left, whole, with intervals of a fraction of a nanosecond (333⅓ns).
+func TestStoreDecisionRemaining(t *testing.T) {
+	m := ratelimit.NewMemoryStore()
+	lim := ratelimit.Limit{Permits: 3, Period: time.Microsecond, Burst: 4}
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		after  time.Duration
+		n      int64
+		remain int64
+	}{{0, 1, 3}, {0, 2, 1}, {333, 1, 0}, {1, 1, 0}, {666, 2, 0}} {
+		now = now.Add(step.after)
+		d, err := m.Take(context.Background(), "k", step.n, lim, now, 0)
+		if err != nil || !d.OK || d.Remaining != step.remain {
+			t.Fatalf("%+v: %+v, %v; want %d remaining", step, d, err, step.remain)
+		}
+	}
+	if _, err := m.Take(context.Background(), "k", 1, ratelimit.Limit{Permits: -1}, now, 0); err == nil {
+		t.Fatal("a Limit of -1 permits was taken from")
+	}
+}
