@@ -56,7 +56,8 @@ func (l *Limiter) Drain(ctx context.Context) error { return l.co.drain(ctx, l.co
 //     SetLimit: from 1 per 10s to 100/s just after a permit, the next is
 //     there 10ms later, not 10s (a caller already given a LeakyBucket slot
 //     keeps it);
-//   - a window keeps its count.
+//   - a window keeps its count; with a new Period it ends at the new
+//     Period's first window boundary after its start.
 //
 // Waiting callers look again at once. With a Store other than a
 // MemoryStore, the store converts a key's state when it sees the new Limit.

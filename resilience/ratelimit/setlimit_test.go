@@ -153,3 +153,38 @@ func TestSetLimitServesTheQueue(t *testing.T) {
 		t.Fatalf("the queued caller was not served at the new rate; it waits until %v", next.Sub(f.clk.Now()))
 	}
 }
+
+// TestSetLimitPeriodKeepsTheWindow: a window's Period changed from 1s to
+// 1min, 300.5s in, with the permits of the current window taken: they stay
+// taken, in the window of the new Period that holds the current one's
+// start ([300s, 360s)), and come back as they would have in it; the windows
+// are not counted in the old Period's numbers (window 300 of a minute is 5
+// hours away).
+func TestSetLimitPeriodKeepsTheWindow(t *testing.T) {
+	for alg, want := range map[ratelimit.Algorithm]time.Duration{
+		ratelimit.FixedWindow:   59500 * time.Millisecond, // the new window at 360s
+		ratelimit.SlidingLog:    60 * time.Second,         // the permits of 300.5s a minute old
+		ratelimit.SlidingWindow: 89500 * time.Millisecond, // at 390s the two weigh 1
+	} {
+		clk := clocktest.New(time.Time{})
+		clk.Advance(300500 * time.Millisecond)
+		ls := setLimiters(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg, Permits: 2, Period: time.Second}})
+		for name, l := range ls {
+			if err := l.tryAcquire(2); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.setLimit(ratelimit.Limit{Algorithm: alg, Permits: 2, Period: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if got := retryIn(t, l.tryAcquire(1), clk.Now()); got != want {
+				t.Errorf("%v %s: retry after %v; want %v", alg, name, got, want)
+			}
+		}
+		clk.Advance(want)
+		for name, l := range ls {
+			if err := l.tryAcquire(1); err != nil {
+				t.Errorf("%v %s: at the retry-after: %v", alg, name, err)
+			}
+		}
+	}
+}

@@ -55,8 +55,19 @@ func (s *state) take(l *rule, n, now, maxWait int64) decision {
 	}
 }
 
-// adoptLocked makes l the windows' rule.
-func (s *state) adoptLocked(l *rule) { s.rule = *l }
+// adoptLocked makes l the windows' rule. The current window keeps its
+// count; with another Period it lasts until the first of l's window
+// boundaries after its start (its index in the old Period's windows would
+// be another time in the new Period's).
+func (s *state) adoptLocked(l *rule) {
+	if s.rule.Limit == l.Limit {
+		return
+	}
+	if s.rule.Period != l.Period {
+		s.window = windowOf(s.window*int64(s.rule.Period), l)
+	}
+	s.rule = *l
+}
 
 // The windowed algorithms see times slightly out of order: callers read the
 // clock before the lock, and a shared store hears several processes. A
