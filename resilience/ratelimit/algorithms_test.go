@@ -202,14 +202,7 @@ func TestLeakyBucketCancelGivesTheSlotBack(t *testing.T) {
 	bound := testctx.New(t)
 	for _, keyed := range []bool{false, true} {
 		clk := clocktest.New(time.Time{})
-		c := ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 10, Period: time.Second, Burst: 5}}
-		if keyed {
-			c.Store = ratelimit.NewMemoryStore()
-		}
-		l, err := ratelimit.New(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLimiter(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 10, Period: time.Second, Burst: 5}}, keyed)
 		if err := l.Acquire(bound, 1); err != nil { // the slot at 0
 			t.Fatal(err)
 		}
@@ -224,7 +217,7 @@ func TestLeakyBucketCancelGivesTheSlotBack(t *testing.T) {
 			t.Fatalf("cancelled caller: %v", err)
 		}
 		clk.Advance(50 * time.Millisecond)
-		err = l.TryAcquire(1) // may not wait: refused, but told the slot at 100ms
+		err := l.TryAcquire(1) // may not wait: refused, but told the slot at 100ms
 		if at, ok := resilience.RetryAfter(err); !ok || at.Sub(clk.Now()) != 50*time.Millisecond {
 			t.Fatalf("store %v: retry after %v; want 50ms: the cancelled slot given back", keyed, at.Sub(clk.Now()))
 		}
@@ -270,6 +263,192 @@ func TestNegativePermits(t *testing.T) {
 		}
 		if f.l.Allow() {
 			t.Errorf("%v: a permit appeared after a negative take", alg)
+		}
+	}
+}
+
+// exactBucket is a token bucket in exact integers: it holds tokens ×
+// Period, and gains Permits of those a nanosecond.
+type exactBucket struct{ permits, period, burst, tokens, last int64 }
+
+func (b *exactBucket) allowN(t, n int64) bool {
+	b.tokens, b.last = min(b.tokens+(t-b.last)*b.permits, b.burst*b.period), t
+	if b.tokens < n*b.period {
+		return false
+	}
+	b.tokens -= n * b.period
+	return true
+}
+
+// TestTokenBucketExactAboveItsRate: at rates where a permit's interval is
+// not a whole number of nanoseconds (333⅓ns at 3,000,000/s, 1⅔ns at
+// 600,000,000/s), a random sequence of takes on nanosecond times gets the
+// decisions of an exact token bucket, and a caller taking all it can at
+// every step gets Burst + rate × time, as from x/time/rate: the interval is
+// not truncated. (Step by step, x/time/rate grants a permit less than 1ns
+// early: it truncates the wait to whole nanoseconds, then owes the tokens.)
+func TestTokenBucketExactAboveItsRate(t *testing.T) {
+	for _, perSecond := range []int64{3_000_000, 600_000_000} {
+		const burst = 5
+		clk := clocktest.New(time.Time{})
+		start := clk.Now()
+		ours, err := ratelimit.New(ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Permits: perSecond, Period: time.Second, Burst: burst}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := &exactBucket{permits: perSecond, period: int64(time.Second), burst: burst, tokens: burst * int64(time.Second)}
+		step := int(2 * time.Second / time.Duration(perSecond)) // about two permits
+		rng := rand.New(rand.NewPCG(7, uint64(perSecond)))
+		allowed := 0
+		for i := range 20000 {
+			clk.Advance(time.Duration(rng.IntN(step + 1)))
+			n := 1 + rng.IntN(2)
+			want := exact.allowN(int64(clk.Since(start)), int64(n))
+			if got := ours.TryAcquire(int64(n)) == nil; got != want {
+				t.Fatalf("%d/s: step %d at %v, n=%d: ours %v, exact %v", perSecond, i, clk.Since(start), n, got, want)
+			}
+			if want {
+				allowed++
+			}
+		}
+		if allowed < 1000 {
+			t.Fatalf("%d/s: %d allowed: the sequence tests little", perSecond, allowed)
+		}
+
+		// Greedy, on ours and x/time/rate: empty the bucket, then take all
+		// there is at every step (before it holds Burst). Between the first
+		// and the last step, rate × time come back, give or take the
+		// fraction of a permit that was back at the first.
+		theirs := rate.NewLimiter(rate.Limit(perSecond), burst)
+		for ours.TryAcquire(1) == nil {
+		}
+		for theirs.AllowN(clk.Now(), 1) {
+		}
+		from := clk.Now()
+		var taken, theirTaken int64
+		for range 5000 {
+			clk.Advance(time.Duration(step))
+			for ours.TryAcquire(1) == nil {
+				taken++
+			}
+			for theirs.AllowN(clk.Now(), 1) {
+				theirTaken++
+			}
+		}
+		elapsed := clk.Now().Sub(from)
+		want := int64(elapsed) * perSecond / int64(time.Second)
+		if taken < want || taken > want+1 || theirTaken < want || theirTaken > want+1 {
+			t.Errorf("%d/s: %d taken in %v (x/time/rate %d); want %d (%+.3f%%)", perSecond, taken, elapsed, theirTaken, want,
+				100*float64(taken-want)/float64(want))
+		}
+	}
+}
+
+// TestLeakyBucketFractionalSlots: at 3 permits a microsecond the slots are
+// 333⅓ns apart; callers wait until the nanosecond their slot starts in (0,
+// 334ns, 667ns), not a truncated 333ns each. The last caller's slot, given
+// back when its context ends, is the next caller's.
+func TestLeakyBucketFractionalSlots(t *testing.T) {
+	bound := testctx.New(t)
+	for _, keyed := range []bool{false, true} {
+		clk := clocktest.New(time.Time{})
+		l := newLimiter(t, clk, ratelimit.Config{Limit: ratelimit.Limit{Algorithm: ratelimit.LeakyBucket, Permits: 3, Period: time.Microsecond, Burst: 4}}, keyed)
+		if err := l.Acquire(bound, 1); err != nil { // the slot at 0
+			t.Fatal(err)
+		}
+		start := clk.Now()
+		var done []<-chan error
+		for i := range 2 {
+			ch := make(chan error, 1)
+			go func() { ch <- l.Acquire(bound, 1) }()
+			done = append(done, ch)
+			if err := clk.WaitTimers(bound, i+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(bound)
+		cancelled := make(chan error, 1)
+		go func() { cancelled <- l.Acquire(ctx, 1) }() // the slot at 1000ns
+		if err := clk.WaitTimers(bound, 3); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-cancelled; !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if at, ok := resilience.RetryAfter(l.TryAcquire(1)); !ok || at.Sub(start) != 1000 {
+			t.Errorf("store %v: the next slot at %v; want 1µs, the one given back", keyed, at.Sub(start))
+		}
+		for i, want := range []time.Duration{334, 667} {
+			next, _ := clk.Next()
+			if got := next.Sub(start); got != want {
+				t.Errorf("store %v: caller %d leaves at %v; want %v", keyed, i+1, got, want)
+			}
+			clk.Set(next)
+			if err := <-done[i]; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestTokenBucketCoarseUnits: a limit whose depth in exact units would not
+// fit int64 (2⁴⁰ permits an hour, the benchmarks' limit; 1,234,567 an
+// hour) has its interval rounded up: never a permit more than an exact
+// token bucket, and fewer by at most Burst/2⁶⁰ of them.
+func TestTokenBucketCoarseUnits(t *testing.T) {
+	for _, permits := range []int64{1 << 40, 1_234_567} {
+		for _, after := range []time.Duration{time.Second, time.Minute, 59 * time.Minute} {
+			clk := clocktest.New(time.Time{})
+			l, err := ratelimit.New(ratelimit.Config{Clock: clk, Limit: ratelimit.Limit{Permits: permits, Period: time.Hour}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.TryAcquire(permits); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(after)
+			back := permits * int64(after/time.Second) / 3600 // exact: these are whole numbers
+			slack := int64(float64(back)*float64(permits)/(1<<60)) + 1
+			if err := l.TryAcquire(back + 1); err == nil {
+				t.Errorf("%d/h after %v: %d permits; want at most %d", permits, after, back+1, back)
+			}
+			if err := l.TryAcquire(back - slack); err != nil {
+				t.Errorf("%d/h after %v: %d permits refused (%d back): %v", permits, after, back-slack, back, err)
+			}
+		}
+	}
+}
+
+// TestTokenBucketRebased: a limit of fine units (2³¹−1 permits per 2³²ns)
+// can count only about a second past its state's base in int64; the state
+// is moved on as time passes, exactly: a random sequence with jumps of up
+// to 1.5s gets the decisions of an exact token bucket, in a Limiter and in
+// a MemoryStore.
+func TestTokenBucketRebased(t *testing.T) {
+	lim := ratelimit.Limit{Permits: 1<<31 - 1, Period: 1 << 32, Burst: 4}
+	for _, store := range []bool{false, true} {
+		clk := clocktest.New(time.Time{})
+		start := clk.Now()
+		l := newLimiter(t, clk, ratelimit.Config{Limit: lim}, store)
+		exact := &exactBucket{permits: lim.Permits, period: int64(lim.Period), burst: lim.Burst, tokens: lim.Burst * int64(lim.Period)}
+		rng := rand.New(rand.NewPCG(9, 10))
+		jumps := 0
+		for i := range 20000 {
+			d := time.Duration(rng.IntN(5))
+			if rng.IntN(200) == 0 {
+				d = time.Duration(300+rng.IntN(1200)) * time.Millisecond
+				jumps++
+			}
+			clk.Advance(d)
+			n := 1 + rng.IntN(2)
+			want := exact.allowN(int64(clk.Since(start)), int64(n))
+			if got := l.TryAcquire(int64(n)) == nil; got != want {
+				t.Fatalf("store %v: step %d at %v, n=%d: ours %v, exact %v", store, i, clk.Since(start), n, got, want)
+			}
+		}
+		if elapsed := clk.Since(start); jumps < 50 || elapsed < time.Minute {
+			t.Fatalf("%d jumps in %v: the sequence tests little", jumps, elapsed)
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
+	"math/bits"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -42,7 +42,7 @@ type Limit struct {
 	Period time.Duration
 	// Burst is TokenBucket's capacity, and how many permits ahead
 	// LeakyBucket may schedule a caller. Default Permits. Burst ×
-	// Period/Permits may not exceed 2⁶¹ nanoseconds (about 73 years).
+	// Period/Permits may not exceed 2⁶⁰ nanoseconds (about 36 years).
 	Burst int64
 }
 
@@ -122,16 +122,14 @@ func (l Limit) validate() error {
 		"at most one permit a nanosecond of Period"); err != nil {
 		return err
 	}
-	// The buckets count in nanoseconds: Burst intervals must fit, with room
-	// for the time they are added to.
-	interval := compile(d).interval
-	return resilience.Check(d.Algorithm != TokenBucket && d.Algorithm != LeakyBucket || d.Burst <= maxDepth/interval,
-		mechanism, "Limit.Burst", l.Burst, fmt.Sprintf("at most %d (Burst × Period/Permits at most %v)",
-			maxDepth/interval, time.Duration(maxDepth)))
+	// A bucket's depth, Burst × Period/Permits, must fit maxTau:
+	// Burst ≤ ⌊maxTau × Permits/Period⌋ (at most maxTau: Permits ≤ Period).
+	hi, lo := bits.Mul64(maxTau, uint64(d.Permits))
+	maxBurst, _ := bits.Div64(hi, lo, uint64(d.Period))
+	return resilience.Check(!d.Algorithm.isBucket() || uint64(d.Burst) <= maxBurst,
+		mechanism, "Limit.Burst", l.Burst, fmt.Sprintf("at most %d (Burst × Period/Permits at most 2⁶⁰ns, about 36 years)",
+			maxBurst))
 }
-
-// maxDepth bounds a bucket's depth, Burst × Period/Permits, in nanoseconds.
-const maxDepth = math.MaxInt64 / 4
 
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {

@@ -16,9 +16,13 @@ import (
 type core struct {
 	c     Config // validated, defaults filled in; read-only
 	limit atomic.Pointer[rule]
-	local *state       // a Limiter's state when Config.Store is nil
-	epoch time.Time    // local's time origin: the UTC midnight before New
-	nwait atomic.Int64 // callers waiting in every queue
+	// local is a Limiter's state when Config.Store is nil. A bucket is
+	// replaced whole (SetLimit, rebase: see bucket.go), under swapMu.
+	local  atomic.Pointer[state]
+	epoch  time.Time    // local's time origin: the UTC midnight before New
+	mem    *MemoryStore // Config.Store when it is a *MemoryStore
+	swapMu sync.Mutex   // serializes SetLimit and the replacement of local
+	nwait  atomic.Int64 // callers waiting in every queue
 
 	mu     sync.Mutex        // guards queues
 	queues map[string]*queue // the keys that have waiters
@@ -45,8 +49,9 @@ func newCore(c Config) (*core, error) {
 	co := &core{c: c, queues: make(map[string]*queue)}
 	r := compile(c.Limit)
 	co.limit.Store(&r)
+	co.mem, _ = c.Store.(*MemoryStore)
 	if c.Store == nil {
-		co.local = &state{}
+		co.local.Store(newState(&r, 0))
 		co.epoch = midnight(c.Clock.Now())
 	}
 	return co, nil
@@ -54,11 +59,58 @@ func newCore(c Config) (*core, error) {
 
 // take asks the state of key for n permits at now.
 func (co *core) take(ctx context.Context, key string, n int64, r *rule, now time.Time, maxWait time.Duration) (Decision, error) {
-	if co.local != nil {
+	switch {
+	case co.c.Store == nil:
 		t := int64(now.Sub(co.epoch))
-		return co.local.take(r, n, t, int64(maxWait)).public(r, t), nil
+		return co.takeLocal(r, n, t, int64(maxWait)).public(t), nil
+	case co.mem != nil:
+		return co.mem.take(co, key, n, r, now, maxWait), nil
 	}
 	return co.c.Store.Take(ctx, key, n, r.Limit, now, maxWait)
+}
+
+// takeLocal takes n permits of the local state at t (ns after epoch).
+func (co *core) takeLocal(r *rule, n, t, maxWait int64) decision {
+	for {
+		s := co.local.Load()
+		if !r.Algorithm.isBucket() {
+			return s.take(r, n, t, maxWait) // the windows are never replaced
+		}
+		if d := s.takeBucket(n, t, maxWait); !d.stale {
+			return d
+		}
+		co.renew(s, t)
+	}
+}
+
+// withLocal runs op on the local state at t until op reports it done:
+// false means the bucket was replaced, or must be rebased, first.
+func (co *core) withLocal(t int64, op func(*state) bool) {
+	for s := co.local.Load(); !op(s); s = co.local.Load() {
+		co.renew(s, t)
+	}
+}
+
+// renew replaces the local bucket s, which must be rebased at t, unless
+// SetLimit or another caller has replaced it already; either way, when it
+// returns the local bucket is not s.
+func (co *core) renew(s *state, t int64) {
+	co.swapMu.Lock()
+	defer co.swapMu.Unlock()
+	if co.local.Load() == s {
+		co.replaceLocked(s, &s.rule, t)
+	}
+}
+
+// replaceLocked replaces the local bucket s with one counting in r from at
+// on, holding the debt s has at at. s is retired first, so that a take
+// racing with the replacement lands either in s before (and is carried
+// over) or in the new bucket.
+func (co *core) replaceLocked(s *state, r *rule, at int64) {
+	tat := s.tat.Swap(retired)
+	next := newState(r, at)
+	next.tat.Store(convertDebt(&s.rule, r, debtAt(&s.rule, s.base, tat, at)))
+	co.local.Store(next)
 }
 
 // acquire takes n permits for key; wait says whether the caller may wait
@@ -79,17 +131,17 @@ func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) err
 	var now time.Time
 	var d Decision
 	var err error
-	if co.local != nil {
+	if co.c.Store == nil {
 		// The fast path: the cheaper clock reading, nanoseconds only.
 		t := int64(co.c.Clock.Since(co.epoch))
-		ld := co.local.take(lim, n, t, int64(maxWait))
+		ld := co.takeLocal(lim, n, t, int64(maxWait))
 		if ld.ok && ld.wait == 0 {
 			return nil
 		}
-		now, d = co.epoch.Add(time.Duration(t)), ld.public(lim, t)
+		now, d = co.epoch.Add(time.Duration(t)), ld.public(t)
 	} else {
 		now = co.c.Clock.Now()
-		d, err = co.c.Store.Take(ctx, key, n, lim.Limit, now, maxWait)
+		d, err = co.take(ctx, key, n, lim, now, maxWait)
 	}
 	switch {
 	case err != nil:
@@ -134,9 +186,13 @@ func (co *core) sleep(ctx context.Context, d time.Duration) error {
 // cancelSlot gives back a LeakyBucket slot taken at now that the caller
 // stopped waiting for, when no later caller was scheduled after it.
 func (co *core) cancelSlot(ctx context.Context, key string, n int64, lim *rule, now time.Time, wait time.Duration) {
-	if co.local != nil {
-		co.local.cancelSlot(lim, n, int64(now.Sub(co.epoch)), int64(wait))
-	} else if sc, ok := co.c.Store.(SlotCanceler); ok {
+	switch sc, ok := co.c.Store.(SlotCanceler); {
+	case co.c.Store == nil:
+		t := int64(now.Sub(co.epoch))
+		co.withLocal(t, func(s *state) bool { return s.cancelBucketSlot(n, t, int64(wait)) })
+	case co.mem != nil:
+		co.mem.cancelSlot(co, key, n, lim, now, wait)
+	case ok:
 		_ = sc.CancelSlot(context.WithoutCancel(ctx), key, n, lim.Limit, now, wait)
 	}
 }
@@ -266,9 +322,13 @@ func (co *core) drain(ctx context.Context, key string, cause error) error {
 	now := co.c.Clock.Now()
 	lim := co.limit.Load()
 	var err error
-	if co.local != nil {
-		co.local.drain(lim, int64(now.Sub(co.epoch)))
-	} else {
+	switch {
+	case co.c.Store == nil:
+		t := int64(now.Sub(co.epoch))
+		co.withLocal(t, func(s *state) bool { return s.drain(lim, t) })
+	case co.mem != nil:
+		co.mem.drain(co, key, lim, now)
+	default:
 		err = co.c.Store.Drain(ctx, key, lim.Limit, now)
 	}
 	co.drains.Add(1)
@@ -283,12 +343,26 @@ func (co *core) setLimit(l Limit) error {
 		return err
 	}
 	l = l.withDefaults()
+	co.swapMu.Lock()
 	if old := co.limit.Load(); l.Algorithm != old.Algorithm {
+		co.swapMu.Unlock()
 		return &resilience.ConfigError{Mechanism: mechanism, Field: "Limit.Algorithm", Value: l.Algorithm,
 			Accepted: old.Algorithm.String() + " (the algorithm cannot change at run time)"}
 	}
+	now := co.c.Clock.Now()
 	r := compile(l)
 	co.limit.Store(&r)
+	if l.Algorithm.isBucket() {
+		// The permits taken stay taken, and come back at the new rate from
+		// now on (the windows carry theirs over at their next take).
+		switch {
+		case co.c.Store == nil:
+			co.replaceLocked(co.local.Load(), &r, int64(now.Sub(co.epoch)))
+		case co.mem != nil:
+			co.mem.convertOwned(co, &r, now)
+		}
+	}
+	co.swapMu.Unlock()
 	co.mu.Lock()
 	for _, q := range co.queues {
 		select {
@@ -297,7 +371,7 @@ func (co *core) setLimit(l Limit) error {
 		}
 	}
 	co.mu.Unlock()
-	co.c.Listener.Emit(resilience.Event{Time: co.c.Clock.Now(), Mechanism: mechanism, Name: co.c.Name,
+	co.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: co.c.Name,
 		Kind: resilience.EventLimitChanged})
 	return nil
 }

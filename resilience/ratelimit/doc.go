@@ -5,7 +5,13 @@
 //   - TokenBucket (default): Burst permits at most, refilled at
 //     Permits/Period; computed as a GCRA (one theoretical arrival time per
 //     key, updated by compare-and-swap), which admits exactly what a token
-//     bucket admits: the tests check it against golang.org/x/time/rate.
+//     bucket admits: the tests check it against golang.org/x/time/rate and
+//     an exact token bucket. Time is counted in fractions of a nanosecond,
+//     so that Period/Permits is exact (333⅓ns at 3,000,000/s); for a limit
+//     whose depth, Burst × Period/Permits, in those fractions would not fit
+//     int64 (2⁴⁰ permits an hour, 1,234,567 an hour), the fraction is
+//     coarser and the interval rounded up: never more than the limit, and
+//     less by a share of it of at most about Burst/2⁶⁰ (or 2⁻³¹).
 //   - FixedWindow: Permits per window [kP, (k+1)P); up to twice Permits can
 //     pass around a window's edge.
 //   - SlidingLog: the exact count of permits taken in the last Period, from
@@ -24,7 +30,8 @@
 // (at most QueueSize callers, each at most MaxWait and until its context
 // ends). Acquire takes n permits; Drain empties a key (DrainOn does it when
 // an operation's error says the quota is gone); SetLimit changes the limit
-// at run time.
+// at run time, at once: the permits taken stay taken, and come back at the
+// new rate (as with x/time/rate's SetLimit).
 //
 // Keyed keeps one limit per key; keys whose state is back to that of a
 // fresh key are evicted, so eviction never lets more through.
@@ -33,7 +40,11 @@
 // (Redis, SQL) implements Take and Drain as one atomic operation each on one
 // key (a script, a conditional UPDATE): no callbacks, no locks held across
 // calls; optionally SlotCanceler too, to take back a cancelled wait's slot.
+// Limiters with different limits may share a MemoryStore: each key is
+// counted, and evicted, by the limit it is taken under.
 //
 // The unkeyed token bucket's success path takes no lock and allocates
-// nothing.
+// nothing (SetLimit replaces its state; so does the passing of time, for a
+// limit counted in fractions so fine that int64 holds only seconds of them:
+// one small allocation a second at most).
 package ratelimit

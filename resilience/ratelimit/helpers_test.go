@@ -74,3 +74,18 @@ func (f *fixture) waitQueued(ctx context.Context, n int) {
 		f.t.Fatalf("waiting for %d queued callers: %v", n, err)
 	}
 }
+
+// newLimiter returns a Limiter configured by c on clk, on a MemoryStore of
+// its own when store is set.
+func newLimiter(t *testing.T, clk *clocktest.Clock, c ratelimit.Config, store bool) *ratelimit.Limiter {
+	t.Helper()
+	c.Clock = clk
+	if store {
+		c.Store = ratelimit.NewMemoryStore()
+	}
+	l, err := ratelimit.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

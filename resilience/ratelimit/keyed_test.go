@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/ratelimit"
 )
@@ -134,5 +135,68 @@ func TestSharedStore(t *testing.T) {
 	}
 	if allowed != 3 || store.takes != 6 || store.drains != 1 {
 		t.Fatalf("allowed %d, %d takes, %d drains; want 3, 6, 1", allowed, store.takes, store.drains)
+	}
+}
+
+// TestSharedStoreKeysKeepTheirOwnLimit: two limiters with different limits
+// share a MemoryStore. B's clean-up of fresh keys (due every one of B's
+// Periods) must judge A's key by A's limit: A (1 an hour), 3s after its
+// permit, must refuse the next exactly as A alone on its own store does.
+func TestSharedStoreKeysKeepTheirOwnLimit(t *testing.T) {
+	algs := []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingLog,
+		ratelimit.SlidingWindow, ratelimit.LeakyBucket}
+	for _, alg := range algs {
+		for _, balg := range []ratelimit.Algorithm{alg, ratelimit.TokenBucket} {
+			t.Run(alg.String()+"/b="+balg.String(), func(t *testing.T) {
+				clk := clocktest.New(time.Time{})
+				store := ratelimit.NewMemoryStore()
+				hourly := ratelimit.Limit{Algorithm: alg, Permits: 1, Period: time.Hour}
+				newLimiter := func(key string, store ratelimit.Store, lim ratelimit.Limit) *ratelimit.Limiter {
+					l, err := ratelimit.New(ratelimit.Config{Clock: clk, Store: store, Key: key, Limit: lim})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return l
+				}
+				a := newLimiter("a", store, hourly)
+				b := newLimiter("b", store, ratelimit.Limit{Algorithm: balg, Permits: 1000, Period: time.Second})
+				alone := newLimiter("a", ratelimit.NewMemoryStore(), hourly)
+				if !a.Allow() || !alone.Allow() {
+					t.Fatal("the first permit of the hour was refused")
+				}
+				clk.Advance(3 * time.Second)
+				if !b.Allow() { // B's clean-up is due
+					t.Fatal("b refused")
+				}
+				err, want := a.TryAcquire(1), alone.TryAcquire(1)
+				got, _ := resilience.RetryAfter(err)
+				wantAt, _ := resilience.RetryAfter(want)
+				if !errors.Is(err, ratelimit.ErrLimited) || !got.Equal(wantAt) {
+					t.Fatalf("a beside b: %v; want as alone: %v", err, want)
+				}
+			})
+		}
+	}
+}
+
+// TestStoreDecisionRemaining: a MemoryStore's Decision counts the permits
+// left, whole, with intervals of a fraction of a nanosecond (333⅓ns).
+func TestStoreDecisionRemaining(t *testing.T) {
+	m := ratelimit.NewMemoryStore()
+	lim := ratelimit.Limit{Permits: 3, Period: time.Microsecond, Burst: 4}
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		after  time.Duration
+		n      int64
+		remain int64
+	}{{0, 1, 3}, {0, 2, 1}, {333, 1, 0}, {1, 1, 0}, {666, 2, 0}} {
+		now = now.Add(step.after)
+		d, err := m.Take(context.Background(), "k", step.n, lim, now, 0)
+		if err != nil || !d.OK || d.Remaining != step.remain {
+			t.Fatalf("%+v: %+v, %v; want %d remaining", step, d, err, step.remain)
+		}
+	}
+	if _, err := m.Take(context.Background(), "k", 1, ratelimit.Limit{Permits: -1}, now, 0); err == nil {
+		t.Fatal("a Limit of -1 permits was taken from")
 	}
 }

@@ -50,8 +50,18 @@ func (l *Limiter) Exit(_ resilience.Permit, err error) { l.co.exit(l.co.c.Key, e
 // Drain empties the permits until they refill.
 func (l *Limiter) Drain(ctx context.Context) error { return l.co.drain(ctx, l.co.c.Key, nil) }
 
-// SetLimit changes the limit from the next call on; permits already taken
-// stay taken. The Algorithm cannot change.
+// SetLimit changes the limit now. Permits already taken stay taken:
+//   - the buckets' permits taken and not yet back (at most the new Burst)
+//     come back at the new rate from now on, as with x/time/rate's
+//     SetLimit: from 1 per 10s to 100/s just after a permit, the next is
+//     there 10ms later, not 10s (a caller already given a LeakyBucket slot
+//     keeps it);
+//   - a window keeps its count; with a new Period it ends at the new
+//     Period's first window boundary after its start.
+//
+// Waiting callers look again at once. With a Store other than a
+// MemoryStore, the store converts a key's state when it sees the new Limit.
+// The Algorithm cannot change.
 func (l *Limiter) SetLimit(lim Limit) error { return l.co.setLimit(lim) }
 
 // Limit returns the limit in force.

@@ -6,29 +6,27 @@ import (
 	"sync/atomic"
 )
 
-// decision is an algorithm's answer, in nanoseconds on the state's own
-// time line.
+// decision is an algorithm's answer, in nanoseconds on the state's time
+// line, and permits.
 type decision struct {
 	ok        bool
 	wait      int64 // ok: until the permits are the caller's (LeakyBucket)
 	retryAt   int64 // !ok: when n permits could be had, if nobody else takes any
-	remaining int64 // ok: permits left (GCRA: nanoseconds of slack left)
-	gcra      bool  // remaining is in nanoseconds
+	remaining int64 // ok: permits left (the windows; buckets: bucketRemaining)
 	never     bool  // !ok: n permits can never be had at once
+	stale     bool  // nothing taken: the bucket was replaced, or must be rebased, first
 }
 
-// rule is a Limit with what every take needs computed once.
-type rule struct {
-	Limit
-	interval int64 // the time one permit takes to come back, at least 1ns
-}
-
-func compile(l Limit) rule { return rule{Limit: l, interval: max(int64(l.Period)/l.Permits, 1)} }
-
-// state is one key's state in memory. TokenBucket and LeakyBucket use tat
-// alone, lock free; the other algorithms use the fields under mu.
+// state is one key's state. The buckets use base and tat, lock free (see
+// bucket.go); the windows use the fields under mu.
 type state struct {
-	tat atomic.Int64 // theoretical arrival time: when the bucket is full again
+	// rule is the limit the state counts in. A Limiter's bucket never
+	// changes it (the bucket is replaced); in a MemoryStore the shard's
+	// lock guards it; a Limiter's windows change it under mu.
+	rule  rule
+	owner *core        // in a MemoryStore: the limiter that used it last (guarded by the shard's lock)
+	base  int64        // the buckets: the time (ns) tat counts from
+	tat   atomic.Int64 // the buckets: when the bucket is full again, in rule's units after base
 
 	mu     sync.Mutex // guards the following fields
 	window int64      // FixedWindow, SlidingWindow: index of the current window
@@ -37,14 +35,17 @@ type state struct {
 	log    []int64    // SlidingLog: times of the permits taken, oldest first
 }
 
+// newState returns a fresh state counting in r: a full bucket at t, or
+// empty windows.
+func newState(r *rule, t int64) *state { return &state{rule: *r, base: t} }
+
 // take takes n permits at now if they can be had within maxWait (0: at
-// once; only LeakyBucket schedules ahead).
+// once; only LeakyBucket schedules ahead). A bucket counts in its own rule;
+// the windows move to l first.
 func (s *state) take(l *rule, n, now, maxWait int64) decision {
 	switch l.Algorithm {
-	case TokenBucket:
-		return s.takeGCRA(l, n, now, 0)
-	case LeakyBucket:
-		return s.takeGCRA(l, n, now, maxWait)
+	case TokenBucket, LeakyBucket:
+		return s.takeBucket(n, now, maxWait)
 	case FixedWindow:
 		return s.takeFixed(l, n, now)
 	case SlidingLog:
@@ -54,54 +55,24 @@ func (s *state) take(l *rule, n, now, maxWait int64) decision {
 	}
 }
 
-// takeGCRA is the generic cell rate algorithm: the state is the time the
-// bucket would be full again (tat); taking n permits moves it n intervals
-// later, and is allowed while it stays within Burst intervals of now. For
-// TokenBucket that is a token bucket of capacity Burst; for LeakyBucket the
-// caller instead gets the slot max(now, tat) and waits for it, so permits
-// leave evenly spaced.
-func (s *state) takeGCRA(l *rule, n, now, maxWait int64) decision {
-	e := l.interval
-	tau := l.Burst * e // how far ahead of now tat may run
-	if n > l.Burst {
-		return decision{never: true}
+// adoptLocked makes l the windows' rule. The current window keeps its
+// count; with another Period it lasts until the first of l's window
+// boundaries after its start (its index in the old Period's windows would
+// be another time in the new Period's).
+func (s *state) adoptLocked(l *rule) {
+	if s.rule.Limit == l.Limit {
+		return
 	}
-	for {
-		tat := s.tat.Load()
-		start := max(tat, now)
-		next := start + n*e
-		if l.Algorithm == LeakyBucket {
-			// The slot starts when the earlier permits have left.
-			wait := start - now
-			if wait > maxWait || next-now > tau {
-				return decision{retryAt: max(next-tau, start-maxWait)}
-			}
-			if s.tat.CompareAndSwap(tat, next) {
-				return decision{ok: true, wait: wait, remaining: tau - (next - now), gcra: true}
-			}
-			continue
-		}
-		if next-now > tau {
-			return decision{retryAt: next - tau}
-		}
-		if s.tat.CompareAndSwap(tat, next) {
-			return decision{ok: true, remaining: tau - (next - now), gcra: true}
-		}
+	if s.rule.Period != l.Period {
+		s.window = windowOf(s.window*int64(s.rule.Period), l)
 	}
+	s.rule = *l
 }
 
 // The windowed algorithms see times slightly out of order: callers read the
 // clock before the lock, and a shared store hears several processes. A
 // time earlier than the state's latest counts as that latest time, so
 // that a straggler from the window before never resets the current one.
-
-// cancelSlot gives back the n permits of the LeakyBucket slot that a take
-// at now granted after a wait, unless a later take was scheduled after it:
-// their slots are set, and cannot move.
-func (s *state) cancelSlot(l *rule, n, now, wait int64) {
-	next := now + wait + n*l.interval
-	s.tat.CompareAndSwap(next, next-n*l.interval)
-}
 
 // windowOf returns the index of the window holding now.
 func windowOf(now int64, l *rule) int64 {
@@ -118,6 +89,7 @@ func (s *state) takeFixed(l *rule, n, now int64) decision {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.adoptLocked(l)
 	w := windowOf(now, l)
 	if w > s.window {
 		s.window, s.count = w, 0
@@ -137,6 +109,7 @@ func (s *state) takeLog(l *rule, n, now int64) decision {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.adoptLocked(l)
 	now = s.expireLocked(l, now)
 	if int64(len(s.log))+n > l.Permits {
 		// The permits come back when enough of the oldest expire.
@@ -176,6 +149,7 @@ func (s *state) takeSliding(l *rule, n, now int64) decision {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.adoptLocked(l)
 	now = s.slideLocked(l, now)
 	p := uint64(l.Period)
 	start := s.window * int64(l.Period)
@@ -223,20 +197,15 @@ func (s *state) slideLocked(l *rule, now int64) int64 {
 	return now
 }
 
-// drain takes every permit available at now.
-func (s *state) drain(l *rule, now int64) {
-	switch l.Algorithm {
-	case TokenBucket, LeakyBucket:
-		full := now + l.Burst*l.interval
-		for {
-			tat := s.tat.Load()
-			if tat >= full || s.tat.CompareAndSwap(tat, full) {
-				return
-			}
-		}
+// drain takes every permit available at now; false when nothing was
+// done because the bucket was replaced, or must be rebased, first.
+func (s *state) drain(l *rule, now int64) bool {
+	if l.Algorithm.isBucket() {
+		return s.drainBucket(now)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.adoptLocked(l)
 	switch l.Algorithm {
 	case FixedWindow:
 		s.window, s.count = max(windowOf(now, l), s.window), l.Permits
@@ -249,17 +218,18 @@ func (s *state) drain(l *rule, now int64) {
 			s.log = append(s.log, now)
 		}
 	}
+	return true
 }
 
-// fresh reports whether the state at now admits what a new key's would, so
-// that forgetting it lets nothing more through.
-func (s *state) fresh(l *rule, now int64) bool {
-	switch l.Algorithm {
-	case TokenBucket, LeakyBucket:
-		return s.tat.Load() <= now
+// fresh reports whether the state at now admits what a new key's would
+// under its own rule, so that forgetting it lets nothing more through.
+func (s *state) fresh(now int64) bool {
+	if s.rule.Algorithm.isBucket() {
+		return s.bucketFull(now)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	l := &s.rule
 	switch l.Algorithm {
 	case FixedWindow:
 		return s.count == 0 || windowOf(now, l) > s.window

@@ -11,8 +11,12 @@ import (
 // Store holds limiter state by key. Each method is one atomic operation on
 // one key's state: a shared store implements it as one script or one
 // conditional update, and holds nothing between calls. The limiter passes
-// the Limit with every call (it may change at run time) and the time, so
-// that a store needs no clock of its own (it may use its own).
+// the Limit with every call and the time, so that a store needs no clock
+// of its own (it may use its own). The Limit may change at run time
+// (SetLimit): the permits a key has taken stay taken, counted in permits,
+// not in time (a bucket's debt is converted to the new interval). Limiters
+// with different limits may share a store: a key is judged by its own
+// limit, in any clean-up too.
 type Store interface {
 	// Take takes n permits for key at now under lim if they can be had at
 	// once, or, for LeakyBucket, within maxWait; otherwise it takes
@@ -46,12 +50,15 @@ type Decision struct {
 }
 
 // MemoryStore is the in-memory Store, safe for concurrent use. Keys whose
-// state is back to a fresh key's are evicted as it goes, once per Period at
-// most, so that idle keys cost nothing.
+// state is back to a fresh key's under the limit they were last taken with
+// are evicted as it goes, once per Period at most, so that idle keys cost
+// nothing. A limiter's SetLimit converts the keys it took from last as of
+// the change; a key taken under another Limit through Take converts then.
 type MemoryStore struct {
 	base      timeBase
 	seed      maphash.Seed
-	lastSweep atomic.Int64 // when the fresh keys were last evicted
+	lastSweep atomic.Int64             // when the fresh keys were last evicted
+	last      atomic.Pointer[compiled] // the Limit the Store methods compiled last
 	shards    [numShards]memShard
 }
 
@@ -76,37 +83,86 @@ var (
 	_ SlotCanceler = (*MemoryStore)(nil)
 )
 
-// Take implements Store.
+// Take implements Store. It returns a *resilience.ConfigError if lim is
+// not a valid Limit.
 func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
-	t := m.base.nanos(now)
-	r := compile(lim)
-	m.sweep(&r, t)
-	sh := m.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.stateLocked(key).take(&r, n, t, int64(maxWait)).public(&r, t), nil
+	r, err := m.compile(lim)
+	if err != nil {
+		return Decision{}, err
+	}
+	return m.take(nil, key, n, r, now, maxWait), nil
 }
 
 // Drain implements Store.
 func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.Time) error {
-	t := m.base.nanos(now)
-	sh := m.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	r := compile(lim)
-	sh.stateLocked(key).drain(&r, t)
-	return nil
+	r, err := m.compile(lim)
+	if err == nil {
+		m.drain(nil, key, r, now)
+	}
+	return err
 }
 
 // CancelSlot implements SlotCanceler.
 func (m *MemoryStore) CancelSlot(_ context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error {
+	r, err := m.compile(lim)
+	if err == nil {
+		m.cancelSlot(nil, key, n, r, now, wait)
+	}
+	return err
+}
+
+// compile returns lim's rule: the last one compiled if it is lim's (a
+// Limit is validated once, not at every call).
+func (m *MemoryStore) compile(lim Limit) (*rule, error) {
+	if c := m.last.Load(); c != nil && c.lim == lim {
+		return &c.rule, nil
+	}
+	if err := lim.validate(); err != nil {
+		return nil, err
+	}
+	c := &compiled{lim: lim, rule: compile(lim.withDefaults())}
+	m.last.Store(c)
+	return &c.rule, nil
+}
+
+// compiled is a Limit as a Store method received it, and its rule.
+type compiled struct {
+	lim  Limit
+	rule rule
+}
+
+// take, drain and cancelSlot are Take, Drain and CancelSlot for a limiter
+// (owner; nil from the Store methods), which passes its compiled rule.
+func (m *MemoryStore) take(owner *core, key string, n int64, r *rule, now time.Time, maxWait time.Duration) Decision {
+	t := m.base.nanos(now)
+	m.sweep(r, t)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := m.stateLocked(sh, owner, key, r, t)
+	d := s.take(r, n, t, int64(maxWait))
+	if d.ok && r.Algorithm.isBucket() {
+		d.remaining = s.bucketRemaining(t)
+	}
+	return d.public(t)
+}
+
+func (m *MemoryStore) drain(owner *core, key string, r *rule, now time.Time) {
 	t := m.base.nanos(now)
 	sh := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r := compile(lim)
-	sh.stateLocked(key).cancelSlot(&r, n, t, int64(wait))
-	return nil
+	m.stateLocked(sh, owner, key, r, t).drain(r, t)
+}
+
+func (m *MemoryStore) cancelSlot(owner *core, key string, n int64, r *rule, now time.Time, wait time.Duration) {
+	t := m.base.nanos(now)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s := m.stateLocked(sh, owner, key, r, t); r.Algorithm.isBucket() {
+		s.cancelBucketSlot(n, t, int64(wait))
+	}
 }
 
 // Len returns the number of keys held.
@@ -121,22 +177,52 @@ func (m *MemoryStore) Len() int {
 	return n
 }
 
-// stateLocked returns key's state, adding a fresh one if there is none.
-func (sh *memShard) stateLocked(key string) *state {
+// stateLocked returns key's state at t for owner, adding a fresh one if
+// there is none. A bucket counting in another rule converts to r as of t
+// (its owner's SetLimit converts it as of the change: convertOwned); one
+// whose base t has passed by its span is rebased.
+func (m *MemoryStore) stateLocked(sh *memShard, owner *core, key string, r *rule, t int64) *state {
 	s := sh.states[key]
-	if s == nil {
-		s = &state{}
+	switch {
+	case s == nil:
+		s = newState(r, t)
 		sh.states[key] = s
+	case !r.Algorithm.isBucket(): // the windows adopt r under their lock
+	case s.rule.Limit != r.Limit:
+		s.rebucket(r, t)
+	default:
+		if _, ok := s.nowUnits(t); !ok {
+			s.rebucket(r, t)
+		}
 	}
+	s.owner = owner
 	return s
+}
+
+// convertOwned converts the buckets owner took from last to r as of now:
+// the permits they have taken stay taken, and come back at r's rate from
+// now on (Limiter.SetLimit).
+func (m *MemoryStore) convertOwned(owner *core, r *rule, now time.Time) {
+	t := m.base.nanos(now)
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for _, s := range sh.states {
+			if s.owner == owner && s.rule.Algorithm.isBucket() && s.rule.Limit != r.Limit {
+				s.rebucket(r, t)
+			}
+		}
+		sh.mu.Unlock()
+	}
 }
 
 func (m *MemoryStore) shard(key string) *memShard {
 	return &m.shards[maphash.String(m.seed, key)%numShards]
 }
 
-// sweep evicts the fresh keys of every shard, at most once per Period; the
-// caller that moves lastSweep does it.
+// sweep evicts the fresh keys of every shard, at most once per l's Period;
+// the caller that moves lastSweep does it. Each key is judged by the limit
+// it counts in, not l: limiters with different limits may share the store.
 func (m *MemoryStore) sweep(l *rule, now int64) {
 	last := m.lastSweep.Load()
 	if now-last < int64(l.Period) || !m.lastSweep.CompareAndSwap(last, now) {
@@ -146,7 +232,7 @@ func (m *MemoryStore) sweep(l *rule, now int64) {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		for k, s := range sh.states {
-			if s.fresh(l, now) {
+			if s.fresh(now) {
 				delete(sh.states, k)
 			}
 		}
@@ -154,15 +240,11 @@ func (m *MemoryStore) sweep(l *rule, now int64) {
 	}
 }
 
-// public converts d to a Decision.
-func (d decision) public(l *rule, now int64) Decision {
+// public converts d, decided at now, to a Decision.
+func (d decision) public(now int64) Decision {
 	switch {
 	case d.ok:
-		rem := d.remaining
-		if d.gcra {
-			rem /= l.interval
-		}
-		return Decision{OK: true, Wait: time.Duration(d.wait), Remaining: rem}
+		return Decision{OK: true, Wait: time.Duration(d.wait), Remaining: d.remaining}
 	case d.never:
 		return Decision{RetryAfter: -1}
 	}

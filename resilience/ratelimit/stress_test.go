@@ -123,3 +123,83 @@ func TestStressKeyedExact(t *testing.T) {
 		})
 	}
 }
+
+// TestStressBucketReplaced: goroutines take permits while the clock moves
+// (past the bucket's span now and then: it is rebased) and SetLimit flips
+// between two limits of one rate (2³¹−1 permits per 2³²ns, or twice both;
+// burst 4): a Limiter's bucket is replaced each time, a Keyed's converted.
+// However the takes interleave with the replacements, no more permits pass
+// than the rate and one Burst per refill allow.
+func TestStressBucketReplaced(t *testing.T) {
+	limits := [2]ratelimit.Limit{{Permits: 1<<31 - 1, Period: 1 << 32, Burst: 4}, {Permits: 1<<32 - 2, Period: 1 << 33, Burst: 4}}
+	for _, keyed := range []bool{false, true} {
+		bound := testctx.New(t)
+		clk := clocktest.New(time.Time{})
+		c := ratelimit.Config{Clock: clk, Limit: limits[0]}
+		var take func() bool
+		var setLimit func(ratelimit.Limit) error
+		if keyed {
+			k := newKeyed(t, clk, c)
+			take, setLimit = func() bool { return k.TryAcquire("k", 1) == nil }, k.SetLimit
+		} else {
+			l := newLimiter(t, clk, c, false)
+			take, setLimit = l.Allow, l.SetLimit
+		}
+		// Each round, every taker tries 4 takes while the clock moves and
+		// the limit changes.
+		const takers = 4
+		var taken atomic.Int64
+		rounds, done := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		for range takers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range rounds {
+					for range 4 {
+						if take() {
+							taken.Add(1)
+						}
+					}
+					done <- struct{}{}
+				}
+			}()
+		}
+		refills, steps := int64(1), int64(0) // the bucket starts full
+		rng := rand.New(rand.NewPCG(11, 12))
+		for i := range 2000 {
+			for range takers {
+				rounds <- struct{}{}
+			}
+			if rng.IntN(100) == 0 {
+				clk.Advance(time.Duration(500+rng.IntN(1000)) * time.Millisecond) // full again
+				refills++
+			} else {
+				d := rng.IntN(8)
+				clk.Advance(time.Duration(d))
+				steps += int64(d)
+			}
+			if i%3 == 0 {
+				if err := setLimit(limits[rng.IntN(2)]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range takers {
+				select {
+				case <-done:
+				case <-bound.Done():
+					t.Fatal("a taker is stuck")
+				}
+			}
+		}
+		close(rounds)
+		wg.Wait()
+		// Each refill gives Burst at most; the small steps, 1 permit per 2ns
+		// (a little more), plus the fraction of one.
+		most := refills*4 + steps*(1<<31-1)>>32 + 1
+		if got := taken.Load(); got > most || got < most/2 {
+			t.Errorf("keyed %v: %d taken; want at most %d (%d refills, %dns of small steps), and most of them",
+				keyed, got, most, refills, steps)
+		}
+	}
+}
