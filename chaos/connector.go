@@ -129,6 +129,11 @@ func (c *Connector) Seed() uint64 { return c.seed }
 // Name returns Config.Name.
 func (c *Connector) Name() string { return c.name }
 
+// Format prints c, for every verb of package fmt, as its type and name
+// (*chaos.Connector("orders")): not its fields, which change while it is in
+// use and include the wrapped driver's configuration, password and all.
+func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.name) }
+
 // Enable switches the named Fault on; it then hits calls as configured.
 func (c *Connector) Enable(name string) error { return c.set(name, true) }
 

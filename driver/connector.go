@@ -211,6 +211,11 @@ func takeError(err error) error {
 // Driver returns respool's Driver.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
 
+// Format prints c, for every verb of package fmt, as its type and its name
+// in quotes: not its fields, which change while it is in use (fmt would
+// read them unsynchronized) and include the connector that holds the DSN.
+func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.Name()) }
+
 // Stats returns the pool's statistics, the truth about physical
 // connections (unlike sql.DB.Stats, which sees connections only while they
 // are in use), and those of the resilience around it (see Stats).

@@ -116,6 +116,10 @@ func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 // *pool.Pool.
 func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
 
+// Format prints g, for every verb of package fmt, as its type and its
+// name in quotes: not its fields, which change while it is in use.
+func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }
+
 // Close closes every member: their Connectors leave Connectors at once (and
 // their pause timers stop), new takes fail with pool.ErrClosed, idle
 // connections are closed and those in use as they come back. It waits until every connection is closed, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
+	"github.com/respool/respool/internal/fmttest"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
@@ -314,5 +316,27 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
+	}
+}
+
+// TestPrintingALiveChecker: a Checker printed with any verb while sources
+// are added and removed prints the names of its sources, not its insides
+// (issue 19 item 18: fmt iterated its map while it changed).
+func TestPrintingALiveChecker(t *testing.T) {
+	c, err := health.New(health.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := health.Source{Stats: func() pool.Stats { return pool.Stats{} }}
+	if err := c.Add("orders", src); err != nil {
+		t.Fatal(err)
+	}
+	got := fmttest.WhileUsed(c, 200, func(i int) {
+		name := fmt.Sprintf("s%d", i%5)
+		_ = c.Add(name, src)
+		c.Remove(name)
+	})
+	if !strings.Contains(got, `"orders"`) || strings.Contains(got, "sources") {
+		t.Errorf("%%v of a Checker = %s, want its sources' names and no fields", got)
 	}
 }
