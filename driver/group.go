@@ -93,7 +93,7 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
-	c, err := newConnector(cfg, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
+	c, err := newConnector(cfg, nil, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
 		p, err := g.k.Add(key, f, pc)
 		var ce *pool.ConfigError
 		if errors.As(err, &ce) {

@@ -301,6 +301,9 @@ func TestRedact(t *testing.T) {
 		"user=app PASSWORD=hunter2 sslpassword=x2":     "user=app PASSWORD=xxxxx sslpassword=xxxxx",
 		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":              "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
 		"no secret here: connection refused (db:5432)": "no secret here: connection refused (db:5432)",
+		// A mysql DSN without a scheme, and SQLite's _auth_pass (issue 15).
+		"open app:s3cret@tcp(db:3306)/app: refused": "open app:xxxxx@tcp(db:3306)/app: refused",
+		"file:x.db?_auth_pass=s3cret&mode=ro":       "file:x.db?_auth_pass=xxxxx&mode=ro",
 	} {
 		if got := health.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
