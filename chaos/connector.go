@@ -29,7 +29,7 @@ type Connector struct {
 	start    time.Time
 	faults   []*fault
 	onFault  func(Event)
-	secrets  []string // passwords of the wrapped DSN, kept out of errors
+	secrets  dsnform.Secrets // of the wrapped DSN and the passwords its driver read, kept out of errors
 
 	closed    chan struct{} // closed by Close: frozen calls end
 	closeOnce sync.Once
@@ -44,8 +44,14 @@ var (
 )
 
 // NewConnector validates cfg and returns its Connector; the time windows of
-// its Faults start now. With a Name, Lookup finds it until it is closed.
-func NewConnector(cfg Config) (*Connector, error) {
+// its Faults start now. With a Name, Lookup finds it until it is closed. A
+// DSN whose password its form cannot carry as written (see ParseDSN) is
+// refused with an error matching ErrInvalidConfig.
+func NewConnector(cfg Config) (*Connector, error) { return newConnector(cfg, nil) }
+
+// newConnector is NewConnector with cfg.DSN as read already by ParseDSN
+// (text; nil: it is read here).
+func newConnector(cfg Config, text *dsnform.Text) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +73,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	}
 	if cfg.Connector != nil {
 		c.base, c.flavor = cfg.Connector, flavorOf(cfg.Connector.Driver())
-	} else if err := c.openBase(cfg.DriverName, cfg.DSN); err != nil {
+	} else if err := c.openBase(cfg.DriverName, cfg.DSN, text); err != nil {
 		return nil, err
 	}
 	c.start = c.clock.Now()
@@ -97,7 +103,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	rc, err := c.base.Connect(ctx)
 	if err != nil {
-		return nil, dsnform.RedactError(err, c.secrets)
+		return nil, c.secrets.Redact(err)
 	}
 	cn := &conn{c: c, real: rc}
 	if attempt != nil {
@@ -128,6 +134,11 @@ func (c *Connector) Seed() uint64 { return c.seed }
 
 // Name returns Config.Name.
 func (c *Connector) Name() string { return c.name }
+
+// Format prints c, for every verb of package fmt, as its type and name
+// (*chaos.Connector("orders")): not its fields, which change while it is in
+// use and include the wrapped driver's configuration, password and all.
+func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.name) }
 
 // Enable switches the named Fault on; it then hits calls as configured.
 func (c *Connector) Enable(name string) error { return c.set(name, true) }
@@ -262,37 +273,47 @@ func (c *Connector) freeze(ctx context.Context) error {
 // openBase makes the wrapped driver's connector for name and dsn. For pgx
 // and go-sql-driver/mysql it is made from the driver's own configuration
 // with a dial function of chaos's (see dialer); for any other driver as
-// database/sql makes it.
-func (c *Connector) openBase(name, dsn string) error {
-	c.secrets, c.ownBase = secretsOf(name, dsn), true
+// database/sql makes it. Its errors, and those of its connections, are
+// redacted of the secrets of dsn (text when ParseDSN read it: see
+// dsnform.Read) and of the password the driver's own parser read.
+func (c *Connector) openBase(name, dsn string, text *dsnform.Text) error {
+	if text == nil || text.Rest != dsn {
+		var err error
+		if text, err = dsnform.Read(dsn, keyPrefix); err != nil {
+			return fmt.Errorf("%w: DSN: %w", ErrInvalidConfig, err)
+		}
+	}
+	c.secrets, c.ownBase = text.Secrets, true
 	switch name {
 	case "pgx":
 		c.flavor = flavorPostgres
-		base, err := pgxConnector(dsn, c.dialer)
+		base, password, err := pgxConnector(dsn, c.dialer)
+		c.secrets = c.secrets.With(password)
 		if err != nil {
-			return dsnform.RedactError(err, c.secrets)
+			return c.secrets.Redact(err)
 		}
 		c.base, c.dialHook = base, true
 		return nil
 	case "mysql":
 		c.flavor = flavorMySQL
-		base, hooked, err := mysqlConnector(dsn, c.dialer)
+		base, hooked, password, err := mysqlConnector(dsn, c.dialer)
+		c.secrets = c.secrets.With(password)
 		if err != nil {
-			return dsnform.RedactError(err, c.secrets)
+			return c.secrets.Redact(err)
 		}
 		c.base, c.dialHook = base, hooked
 		return nil
 	}
 	db, err := sql.Open(name, dsn)
 	if err != nil {
-		return dsnform.RedactError(err, c.secrets)
+		return c.secrets.Redact(err)
 	}
 	d := db.Driver()
 	_ = db.Close()
 	c.flavor = flavorOf(d)
 	if dc, ok := d.(driver.DriverContext); ok {
 		if c.base, err = dc.OpenConnector(dsn); err != nil {
-			return dsnform.RedactError(err, c.secrets)
+			return c.secrets.Redact(err)
 		}
 		return nil
 	}

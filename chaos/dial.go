@@ -39,23 +39,23 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 
 // pgxConnector returns pgx's database/sql connector for dsn, as
 // sql.Open("pgx", dsn) makes it, dialing through hook.
-func pgxConnector(dsn string, hook func(dialFunc) dialFunc) (driver.Connector, error) {
+func pgxConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connector, password string, _ error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg.DialFunc = hook(cfg.DialFunc)
-	return stdlib.GetConnector(*cfg), nil
+	return stdlib.GetConnector(*cfg), cfg.Password, nil
 }
 
 // mysqlConnector returns go-sql-driver/mysql's connector for dsn, dialing
 // through hook over TCP and Unix sockets (other networks may have a dial
 // function registered with mysql.RegisterDialContext, which a Config's
 // DialFunc would bypass; hooked is then false).
-func mysqlConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connector, hooked bool, _ error) {
+func mysqlConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connector, hooked bool, password string, _ error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
 	switch cfg.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
@@ -65,7 +65,7 @@ func mysqlConnector(dsn string, hook func(dialFunc) dialFunc) (_ driver.Connecto
 		}
 	}
 	base, err := mysql.NewConnector(cfg)
-	return base, hooked, err
+	return base, hooked, cfg.Passwd, err
 }
 
 // dialer wraps a driver's dial function with the connect Faults.

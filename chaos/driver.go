@@ -32,9 +32,9 @@ func (Driver) Open(dsn string) (driver.Conn, error) {
 
 // OpenConnector parses dsn (ParseDSN) and returns a new Connector.
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
-	cfg, err := ParseDSN(dsn)
+	cfg, text, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return NewConnector(*cfg)
+	return newConnector(*cfg, text)
 }

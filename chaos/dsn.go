@@ -85,7 +85,9 @@ func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
 //	app:pw@tcp(db:3306)/app?chaos_drop=after&chaos_drop_rate=5%
 //
 // The keys (prefix chaos_, in any case) are removed before the DSN reaches
-// the wrapped driver. The DSN's form, told as respool's driver tells it,
+// the wrapped driver, as respool's driver removes its own (the other
+// parameters keep their bytes and places). The DSN's form, told as
+// respool's driver tells it,
 // chooses that driver unless chaos_driver names another: a
 // postgres:// or postgresql:// URL, or libpq keyword=value elements, is for
 // "pgx"; anything else ([user[:password]@][net[(addr)]]/dbname[?query], or
@@ -127,39 +129,49 @@ func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
 // off, 1 or 0.
 //
 // Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
-// *DSNError naming the key, its value and what is accepted. Errors never
-// hold the DSN or its password.
+// *DSNError naming the key, its value and what is accepted. A password that
+// the DSN's form cannot carry as written (a URL password holding an
+// unencoded '@' or '/') is refused with an error that says to
+// percent-encode it, as respool's driver refuses it. Errors never hold the
+// DSN or its password.
 func ParseDSN(dsn string) (*Config, error) {
-	f := dsnform.Of(dsn)
-	rest, params, err := split(dsn, f)
+	cfg, _, err := parseDSN(dsn)
+	return cfg, err
+}
+
+// parseDSN is ParseDSN. It also returns the DSN as read (dsnform.Read: the
+// rest for the wrapped driver and its secrets), for the Connector, which
+// need not read it again.
+func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
+	text, err := dsnform.Read(dsn, keyPrefix)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
 	}
-	cfg := &Config{DriverName: f.Driver(), DSN: rest}
+	cfg := &Config{DriverName: text.Form.Driver(), DSN: text.Rest}
 	seen := map[string]bool{}
-	for _, p := range params {
-		if seen[p.key] {
-			return nil, &DSNError{Key: p.key, Value: p.value, Duplicate: true}
+	for _, p := range text.Params {
+		if seen[p.Key] {
+			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Duplicate: true}
 		}
-		seen[p.key] = true
-		if !p.ok {
-			return nil, &DSNError{Key: p.key, Value: p.value, Accepted: "a percent-encoded value"}
+		seen[p.Key] = true
+		if !p.ValueOK {
+			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: "a percent-encoded value"}
 		}
-		if p.key == keyDriver {
-			if p.value == "" || p.value == DriverName {
-				return nil, &DSNError{Key: p.key, Value: p.value, Accepted: `a registered database/sql driver other than "chaos"`}
+		if p.Key == keyDriver {
+			if p.Value == "" || p.Value == DriverName {
+				return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: `a registered database/sql driver other than "chaos"`}
 			}
-			if !slices.Contains(sql.Drivers(), p.value) {
-				return nil, &DSNError{Key: p.key, Value: p.value,
+			if !slices.Contains(sql.Drivers(), p.Value) {
+				return nil, nil, &DSNError{Key: p.Key, Value: p.Value,
 					Accepted: "a registered database/sql driver other than \"chaos\": " + strings.Join(wrappable(), ", ")}
 			}
-			cfg.DriverName = p.value
+			cfg.DriverName = p.Value
 		}
 	}
 	faults := make([]*Fault, len(dsnFaults))
-	for _, p := range params {
+	for _, p := range text.Params {
 		if err := cfg.set(faults, p); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i, fp := range faults {
@@ -169,50 +181,50 @@ func ParseDSN(dsn string) (*Config, error) {
 		df := dsnFaults[i]
 		switch {
 		case fp.Kind == KindLatency && fp.Latency == 0 && fp.Jitter == 0:
-			return nil, fmt.Errorf("%w: %s%s needs %s%s: the delay (or %s%s_jitter)", ErrInvalidDSN,
+			return nil, nil, fmt.Errorf("%w: %s%s needs %s%s: the delay (or %s%s_jitter)", ErrInvalidDSN,
 				keyPrefix, df.name, keyPrefix, df.name, keyPrefix, df.name)
 		case fp.Kind == KindError && fp.Err == nil:
-			return nil, fmt.Errorf("%w: %s%s's keys need %s%s: the code to inject", ErrInvalidDSN,
+			return nil, nil, fmt.Errorf("%w: %s%s's keys need %s%s: the code to inject", ErrInvalidDSN,
 				keyPrefix, df.name, keyPrefix, df.name)
 		}
 		cfg.Faults = append(cfg.Faults, *fp)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, errors.Join(ErrInvalidDSN, err)
+		return nil, nil, errors.Join(ErrInvalidDSN, err)
 	}
-	return cfg, nil
+	return cfg, text, nil
 }
 
 // set stores the key p in cfg, or in the Fault it configures.
-func (cfg *Config) set(faults []*Fault, p param) error {
-	bad := func(accepted string) error { return &DSNError{Key: p.key, Value: p.value, Accepted: accepted} }
-	switch p.key {
+func (cfg *Config) set(faults []*Fault, p dsnform.Param) error {
+	bad := func(accepted string) error { return &DSNError{Key: p.Key, Value: p.Value, Accepted: accepted} }
+	switch p.Key {
 	case keyDriver:
 		return nil // read first
 	case keyName:
-		if strings.IndexFunc(p.value, unicode.IsControl) >= 0 {
+		if strings.IndexFunc(p.Value, unicode.IsControl) >= 0 {
 			return bad("a name without control characters")
 		}
-		cfg.Name = p.value
+		cfg.Name = p.Value
 		return nil
 	case keySeed:
-		n, err := strconv.ParseUint(p.value, 10, 64)
+		n, err := strconv.ParseUint(p.Value, 10, 64)
 		if err != nil {
 			return bad("an integer ≥ 0")
 		}
 		cfg.Seed = n
 		return nil
 	}
-	i, suffix := lookupKey(p.key)
+	i, suffix := lookupKey(p.Key)
 	if i < 0 {
-		return &DSNError{Key: p.key}
+		return &DSNError{Key: p.Key}
 	}
 	df := dsnFaults[i]
 	if faults[i] == nil {
 		faults[i] = &Fault{Name: df.name, Kind: df.kind, On: df.on}
 	}
 	f := faults[i]
-	v := p.value
+	v := p.Value
 	switch suffix {
 	case "":
 		return setMain(f, cfg, v, bad)

@@ -26,7 +26,7 @@ func TestParseDSN(t *testing.T) {
 				Faults: []Fault{{Name: "drop", Kind: KindDrop,
 					During: []Window{{5 * time.Second, 10 * time.Second}, {From: time.Minute}}}}}},
 		{"keyword/value", "host=h chaos_refuse_every=3 password='a b\\'c'  chaos_connect_latency=5ms dbname=x",
-			Config{DriverName: "pgx", DSN: "host=h password='a b\\'c' dbname=x", Faults: []Fault{
+			Config{DriverName: "pgx", DSN: "host=h password='a b\\'c'  dbname=x", Faults: []Fault{
 				{Name: "connect_latency", Kind: KindLatency, On: OpConnect, Latency: 5 * time.Millisecond},
 				{Name: "refuse", Kind: KindRefuse, On: OpConnect, Every: 3}}}},
 		{"keyword/value only chaos", " chaos_freeze=off ", Config{DriverName: "pgx",
@@ -118,7 +118,7 @@ func FuzzParseDSN(f *testing.F) {
 				}
 				continue
 			}
-			if _, params, err := split(cfg.DSN, dsnform.Of(cfg.DSN)); err == nil && len(params) > 0 && dsnform.Of(cfg.DSN) == dsnform.Of(dsn) {
+			if _, params, err := dsnform.Split(cfg.DSN, keyPrefix); err == nil && len(params) > 0 && dsnform.Of(cfg.DSN) == dsnform.Of(dsn) {
 				t.Fatalf("ParseDSN(%q) passes on %q, with chaos keys %v", dsn, cfg.DSN, params)
 			}
 		}

@@ -134,9 +134,13 @@ type Config struct {
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields); a negative CloseTimeout; an empty InitSQL
-// statement; a pool configuration that pool.Config.Validate refuses; or a
-// Resilience configuration that dbguard.Config.Validate refuses.
+// belong in the Config's fields), whose structure cannot be read (an
+// unterminated quote), or whose password its form cannot carry as written
+// (a URL password holding an unencoded '@' or '/': the error says to
+// percent-encode it, and shows none of it); a negative CloseTimeout; an
+// empty InitSQL statement; a pool configuration that pool.Config.Validate
+// refuses; or a Resilience configuration that dbguard.Config.Validate
+// refuses.
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
 // configuration, errors.As finds the *pool.ConfigError naming the field; for
@@ -144,35 +148,52 @@ type Config struct {
 // Registration of DriverName is not checked here: the driver may be
 // registered later, before the first connection.
 func (c *Config) Validate() error {
+	_, err := c.validate(nil)
+	return err
+}
+
+// validate is Validate. text is c.DSN as parseDSN read it; when it is nil
+// (or not what c.DSN reads as), validate reads c.DSN, once. It returns the
+// DSN as read, whose secrets the Connector keeps.
+func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 	switch {
 	case c == nil:
-		return fmt.Errorf("%w: nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil", ErrInvalidConfig)
 	case c.Connector == nil && c.DriverName == "":
-		return fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
 	case c.Connector != nil && (c.DriverName != "" || c.DSN != ""):
-		return fmt.Errorf("%w: Connector is set, so DriverName and DSN must be empty", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Connector is set, so DriverName and DSN must be empty", ErrInvalidConfig)
 	case c.DriverName == dsnSelfDriver:
-		return fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
+		return nil, fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
 	}
-	if _, params, err := dsnSplit(c.DSN, dsnform.Of(c.DSN)); err == nil && params != nil {
-		return fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
-			ErrInvalidConfig, dsnform.Quote(params[0].key))
+	if text == nil || text.Rest != c.DSN || dsnform.Of(c.DSN) != text.Form {
+		// Not what ParseDSN read (the rest of a DSN it read in its own form
+		// holds no respool key).
+		t, err := dsnform.Read(c.DSN, dsnKeyPrefix)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: DSN: %w", ErrInvalidConfig, err)
+		case t.Params != nil:
+			return nil, fmt.Errorf("%w: DSN holds the respool key %s: parse the DSN with ParseDSN, or set the Config field",
+				ErrInvalidConfig, dsnform.Quote(t.Params[0].Key))
+		}
+		text = t
 	}
 	if c.CloseTimeout < 0 {
-		return fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)
+		return nil, fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)
 	}
 	for i, q := range c.InitSQL {
 		if strings.TrimSpace(q) == "" {
-			return fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
+			return nil, fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
 		}
 	}
 	if err := c.poolConfig().Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Resilience.Validate(); err != nil {
-		return fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
-	return nil
+	return text, nil
 }
 
 // poolConfig returns the configuration NewConnector gives the pool: Pool

@@ -53,16 +53,22 @@ const DefaultHoldThreshold = 5 * time.Minute
 // query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
 // (respool_leak_stack) turns them on.
 func NewConnector(cfg Config) (*Connector, error) {
-	return newConnector(cfg, pool.New[driver.Conn])
+	return newConnector(cfg, nil, pool.New[driver.Conn])
 }
 
 // newConnector is NewConnector with the pool made by newPool (a Group's
-// member is a key of the Group's pool.Keyed).
-func newConnector(cfg Config, newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// member is a key of the Group's pool.Keyed). text is nil, or cfg.DSN as
+// parseDSN read it, cfg being the Config it returned, valid: cfg is then
+// neither validated nor its DSN read again.
+func newConnector(cfg Config, text *dsnform.Text,
+	newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
+	var err error
+	if text == nil {
+		if text, err = cfg.validate(nil); err != nil {
+			return nil, err
+		}
 	}
-	base, err := baseConnector(cfg)
+	base, secrets, err := baseConnector(cfg, text.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func newConnector(cfg Config, newPool func(factory.Factory[driver.Conn], pool.Co
 	hooks := &connHooks{
 		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,
 		beforeAcquire: cfg.BeforeAcquire, afterRelease: cfg.AfterRelease,
-		secrets: secretsOf(cfg.DSN), logger: pc.Logger, poolName: pc.Name,
+		secrets: secrets, logger: pc.Logger, poolName: pc.Name,
 	}
 	if hooks.logger == nil {
 		hooks.logger = slog.Default() // as the pool's
@@ -93,43 +99,46 @@ func newConnector(cfg Config, newPool func(factory.Factory[driver.Conn], pool.Co
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
 // and the Connector, for its Stats.
 func OpenDB(dsn string) (*sql.DB, *Connector, error) {
-	cfg, err := ParseDSN(dsn)
+	cfg, text, err := parseDSN(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := NewConnector(*cfg)
+	c, err := newConnector(*cfg, text, pool.New[driver.Conn])
 	if err != nil {
 		return nil, nil, err
 	}
 	return sql.OpenDB(c), c, nil
 }
 
-// baseConnector returns the real driver's connector for cfg. Connectors made
-// from a DSN redact its password from their errors.
-func baseConnector(cfg Config) (driver.Connector, error) {
+// baseConnector returns the real driver's connector for cfg, and the
+// secrets its errors are redacted of: those of the DSN (secrets), and the
+// passwords the driver's own parser read, for pgx and go-sql-driver/mysql.
+// Connectors made from a DSN redact their errors.
+func baseConnector(cfg Config, secrets dsnform.Secrets) (driver.Connector, dsnform.Secrets, error) {
 	if cfg.Connector != nil {
-		return cfg.Connector, nil
+		return cfg.Connector, secrets, nil
 	}
-	secrets := secretsOf(cfg.DSN)
-	if base, ok := dialedConnector(cfg); ok { // pgx and mysql: see dialed.go
-		return &redactingConnector{Connector: base, secrets: secrets}, nil
+	base, passwords, ok := dialedConnector(cfg) // pgx and mysql: see dialed.go
+	secrets = secrets.With(passwords...)
+	if ok {
+		return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
 	}
 	// sql.Open is the only way to reach a registered driver by name; for a
 	// driver with DriverContext it calls OpenConnector, whose error may
 	// quote the DSN.
 	db, err := sql.Open(cfg.DriverName, cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, dsnform.RedactError(err, secrets))
+		return nil, nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, secrets.Redact(err))
 	}
 	d := db.Driver()
 	_ = db.Close()
-	base := driver.Connector(&dsnConnector{d: d, dsn: cfg.DSN})
+	base = &dsnConnector{d: d, dsn: cfg.DSN}
 	if dc, ok := d.(driver.DriverContext); ok {
 		if base, err = dc.OpenConnector(cfg.DSN); err != nil {
-			return nil, dsnform.RedactError(err, secrets)
+			return nil, nil, secrets.Redact(err)
 		}
 	}
-	return &redactingConnector{Connector: base, secrets: secrets}, nil
+	return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
 }
 
 // dsnConnector adapts a driver without DriverContext.
@@ -140,22 +149,6 @@ type dsnConnector struct {
 
 func (c *dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
 func (c *dsnConnector) Driver() driver.Driver                        { return c.d }
-
-// redactingConnector removes the DSN's password from connection errors, so
-// that neither the caller nor the pool's log sees it. An error that does not
-// show the password is returned as it is (type assertions keep working);
-// one that does is wrapped, and errors.As still finds the original. It and
-// dsnConnector are used by pointer, so that printing a pool with %+v shows
-// an address, not the DSN.
-type redactingConnector struct {
-	driver.Connector
-	secrets []string // secretsOf the DSN
-}
-
-func (c *redactingConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	return conn, dsnform.RedactError(err, c.secrets)
-}
 
 // Connect takes a connection from the pool (see physFactory.beforeHandOut
 // for what is checked), unless the circuit is open (see take).
@@ -210,6 +203,11 @@ func takeError(err error) error {
 
 // Driver returns respool's Driver.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
+
+// Format prints c, for every verb of package fmt, as its type and its name
+// in quotes: not its fields, which change while it is in use (fmt would
+// read them unsynchronized) and include the connector that holds the DSN.
+func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.Name()) }
 
 // Stats returns the pool's statistics, the truth about physical
 // connections (unlike sql.DB.Stats, which sees connections only while they

@@ -873,11 +873,11 @@ func TestRedactErrorHidesThePassword(t *testing.T) {
 	for _, tc := range redactCases {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := &echoError{DSN: tc.dsn}
-			err := dsnform.RedactError(orig, secretsOf(tc.dsn))
+			err := secretsOf(tc.dsn).Redact(orig)
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("redacted error %q shows the password", err)
 			}
-			if !strings.Contains(err.Error(), dsnRedacted) {
+			if !strings.Contains(err.Error(), dsnform.Redacted) {
 				t.Errorf("redacted error %q does not show where the password was", err)
 			}
 			var ee *echoError
@@ -887,7 +887,7 @@ func TestRedactErrorHidesThePassword(t *testing.T) {
 		})
 	}
 	plain := errors.New("no password here")
-	if err := dsnform.RedactError(plain, secretsOf(redactCases[0].dsn)); err != plain {
+	if err := secretsOf(redactCases[0].dsn).Redact(plain); err != plain {
 		t.Errorf("an error without the password was changed: %v", err)
 	}
 }
@@ -899,7 +899,7 @@ func TestRedactErrorHidesAnEncodedPassword(t *testing.T) {
 		"postgres://app:hunter2%21@db.example.com/app",
 		"postgres://app@db.example.com/app?password=hunter2",
 	} {
-		err := dsnform.RedactError(&echoError{DSN: dsn}, secretsOf(dsn))
+		err := secretsOf(dsn).Redact(&echoError{DSN: dsn})
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("redacted error %q shows the password", err)
 		}

@@ -39,31 +39,42 @@ const (
 // parser refuses (the real driver reports that on connecting, as before),
 // a go-sql-driver/mysql network other than tcp, tcp4, tcp6 and unix (one
 // that mysql.RegisterDialContext may serve), and when both waits are off.
-func dialedConnector(cfg Config) (driver.Connector, bool) {
+// It also returns the passwords the driver's parser read, when it read the
+// DSN: the definition of where the password is, which the errors of the
+// connections are redacted of (besides the widest reading of the DSN).
+func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok bool) {
 	cancelWait, endWait := orDefault(cfg.CancelWait, DefaultCancelWait), orDefault(cfg.SessionEndWait, DefaultSessionEndWait)
 	switch cfg.DriverName {
 	case "pgx", "pgx/v5":
 		pc, err := pgx.ParseConfig(cfg.DSN)
-		if err != nil || cancelWait < 0 && endWait < 0 {
-			return nil, false
+		if err != nil {
+			return nil, nil, false
 		}
-		return pgxConnector(pc, cancelWait, endWait), true
+		passwords = append(passwords, pc.Password)
+		if cancelWait < 0 && endWait < 0 {
+			return nil, passwords, false
+		}
+		return pgxConnector(pc, cancelWait, endWait), passwords, true
 	case "mysql":
 		mc, err := mysql.ParseDSN(cfg.DSN)
-		if err != nil || endWait < 0 {
-			return nil, false
+		if err != nil {
+			return nil, nil, false
 		}
+		passwords = append(passwords, mc.Passwd)
 		switch mc.Net {
 		case "tcp", "tcp4", "tcp6", "unix":
 		default:
-			return nil, false
+			return nil, passwords, false
+		}
+		if endWait < 0 {
+			return nil, passwords, false
 		}
 		var d net.Dialer // as go-sql-driver/mysql dials by default
 		mc.DialFunc = wireDial(d.DialContext, endWait, mysqlProtocol)
 		c, err := mysql.NewConnector(mc)
-		return c, err == nil
+		return c, passwords, err == nil
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // pgxConnector returns pgx's connector for pc with respool's cancel handler

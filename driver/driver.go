@@ -9,6 +9,8 @@ import (
 	// as "pgx" and "mysql".
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/respool/respool/pool"
 )
 
 // DriverName is the name respool registers with database/sql.
@@ -28,11 +30,11 @@ var (
 // here for the driver.Driver contract. database/sql calls OpenConnector,
 // which is where the pool lives.
 func (Driver) Open(dsn string) (driver.Conn, error) {
-	cfg, err := ParseDSN(dsn)
+	cfg, text, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	base, err := baseConnector(*cfg)
+	base, _, err := baseConnector(*cfg, text.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -42,9 +44,9 @@ func (Driver) Open(dsn string) (driver.Conn, error) {
 // OpenConnector parses dsn (see ParseDSN) and returns a Connector with its
 // own pool.
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
-	cfg, err := ParseDSN(dsn)
+	cfg, text, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return NewConnector(*cfg)
+	return newConnector(*cfg, text, pool.New[driver.Conn])
 }

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/respool/respool/internal/dsnform"
@@ -74,3 +76,74 @@ func (e *DSNError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidDSN) true.
 func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
+
+// dsnKeyAliases maps spellings that other pools use (pgxpool's pool_ keys,
+// database/sql's setters) to respool's key. They are not accepted; they only
+// lead dsnSuggest to the right key.
+var dsnKeyAliases = map[string]string{
+	"respool_max_connections":          "respool_max_conns",
+	"respool_max_open_conns":           "respool_max_conns",
+	"respool_pool_max_conns":           "respool_max_conns",
+	"respool_min_conns":                "respool_min_idle",
+	"respool_min_idle_conns":           "respool_min_idle",
+	"respool_max_idle_conns":           "respool_min_idle",
+	"respool_idle_timeout":             "respool_max_idle_time",
+	"respool_max_conn_idle_time":       "respool_max_idle_time",
+	"respool_conn_max_idle_time":       "respool_max_idle_time",
+	"respool_max_conn_lifetime":        "respool_max_lifetime",
+	"respool_conn_max_lifetime":        "respool_max_lifetime",
+	"respool_max_conn_lifetime_jitter": "respool_max_lifetime_jitter",
+	"respool_health_check_period":      "respool_validation_interval",
+	"respool_connect_timeout":          "respool_create_timeout",
+	"respool_circuit_breaker":          "respool_breaker",
+	"respool_breaker_enabled":          "respool_breaker",
+	"respool_connect_retries":          "respool_retry_connect",
+	"respool_connect_attempts":         "respool_retry_connect",
+	"respool_backoff":                  "respool_create_backoff",
+	"respool_overload_policy":          "respool_overload",
+	"respool_backpressure":             "respool_back_pressure",
+}
+
+// dsnSuggest returns the valid key closest to key by edit distance (through
+// dsnKeyAliases too), or "" when none is close.
+func dsnSuggest(key string) string {
+	k := strings.ToLower(key)
+	best, bestDist := "", -1
+	consider := func(candidate, suggestion string) {
+		if d := dsnEditDistance(k, candidate); bestDist < 0 || d < bestDist {
+			best, bestDist = suggestion, d
+		}
+	}
+	for _, name := range dsnKeyNames() {
+		consider(name, name)
+	}
+	aliases := slices.Sorted(maps.Keys(dsnKeyAliases))
+	for _, alias := range aliases {
+		consider(alias, dsnKeyAliases[alias])
+	}
+	if bestDist <= max(2, len(k)/5) {
+		return best
+	}
+	return ""
+}
+
+// dsnEditDistance is the Levenshtein distance between a and b, in bytes.
+func dsnEditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -93,7 +93,7 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
-	c, err := newConnector(cfg, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
+	c, err := newConnector(cfg, nil, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
 		p, err := g.k.Add(key, f, pc)
 		var ce *pool.ConfigError
 		if errors.As(err, &ce) {
@@ -115,6 +115,10 @@ func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 // Keyed returns the Group's pool.Keyed, for its Config and each member's
 // *pool.Pool.
 func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
+
+// Format prints g, for every verb of package fmt, as its type and its
+// name in quotes: not its fields, which change while it is in use.
+func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }
 
 // Close closes every member: their Connectors leave Connectors at once (and
 // their pause timers stop), new takes fail with pool.ErrClosed, idle

@@ -18,7 +18,7 @@ type connHooks struct {
 	afterConnect  func(ctx context.Context, conn driver.Conn) error
 	beforeAcquire func(ctx context.Context, conn driver.Conn) error
 	afterRelease  func(ctx context.Context, conn driver.Conn) error
-	secrets       []string // secretsOf the DSN
+	secrets       dsnform.Secrets // of the DSN (see baseConnector)
 	logger        *slog.Logger
 	poolName      string
 }
@@ -28,11 +28,11 @@ type connHooks struct {
 func (h *connHooks) afterCreate(ctx context.Context, conn driver.Conn) error {
 	for _, q := range h.initSQL {
 		if err := execSQL(ctx, conn, q); err != nil {
-			return dsnform.RedactError(fmt.Errorf("respool: init SQL %q: %w", q, err), h.secrets)
+			return h.secrets.Redact(fmt.Errorf("respool: init SQL %q: %w", q, err))
 		}
 	}
 	if h.afterConnect != nil {
-		return dsnform.RedactError(h.afterConnect(ctx, conn), h.secrets)
+		return h.secrets.Redact(h.afterConnect(ctx, conn))
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func (h *connHooks) refused(hook string, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = dsnform.RedactError(err, h.secrets)
+	err = h.secrets.Redact(err)
 	h.logger.Warn("connection refused", "pool", h.poolName, "hook", hook, "error", err)
 	return err
 }

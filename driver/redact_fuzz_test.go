@@ -49,11 +49,19 @@ func fuzzNoPairAfter(s, breaks string) string {
 // pwMark+p1+pwMark+p2+pwMark written as variant chooses: encoded as its form
 // wants, or raw (unencoded separators, unterminated quotes: the mistakes
 // users make). The other parts come from user, host, db and app, stripped to
-// bytes that need no encoding.
+// bytes that need no encoding. form/3%3 (fuzzMalformed) makes another part
+// of the DSN one that the real driver's parser refuses (issue 19 item 15):
+// 1, a port (URL, keyword/value) or timeout (mysql) that is not a number; 2,
+// an sslmode (pgx) or parseTime (mysql) that is not one; the host is then
+// 127.0.0.1.
 func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 	user, host, db, app = fuzzSafe(user), fuzzSafe(host), fuzzSafe(db), fuzzSafe(app)
 	if host == "" {
 		host = "h"
+	}
+	bad := fuzzMalformed(form)
+	if bad != 0 {
+		host = "127.0.0.1"
 	}
 	pw := pwMark + fuzzNoMark(p1) + pwMark + fuzzNoMark(p2) + pwMark
 	raw := variant&1 != 0
@@ -82,6 +90,16 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 	if variant&32 != 0 {
 		port = ":5432"
 	}
+	switch {
+	case bad == 1 && form%3 == 2:
+		params = append(params, "timeout=5x")
+	case bad == 1:
+		port = ":5432x"
+	case bad == 2 && form%3 == 2:
+		params = append(params, "parseTime=maybe")
+	case bad == 2:
+		params = append(params, "sslmode=maybe")
+	}
 
 	switch form % 3 {
 	case 0: // URL
@@ -90,14 +108,14 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 			scheme = "postgresql://"
 		}
 		if variant&128 != 0 { // the password as a query parameter
-			value := dsnEscapeQuery(pw)
+			value := dsnform.EscapeQuery(pw)
 			if raw {
 				value = fuzzNoPairAfter(pw, "&")
 			}
 			return scheme + user + "@" + host + port + "/" + db + query("password="+value)
 		}
 		if !raw {
-			pw = dsnEscapeQuery(pw)
+			pw = dsnform.EscapeQuery(pw)
 		}
 		return scheme + user + ":" + pw + "@" + host + port + "/" + db + query()
 	case 1: // keyword/value
@@ -105,7 +123,7 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 		if variant&128 != 0 {
 			key = "sslpassword"
 		}
-		value := dsnQuoteKV(pw)
+		value := dsnform.QuoteKV(pw)
 		switch {
 		case raw && variant&64 != 0: // quoted, nothing escaped
 			value = "'" + fuzzNoPairAfter(pw, `'\`) + "'"
@@ -113,6 +131,9 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 			value = fuzzNoPairAfter(pw, dsnform.Spaces+`'\`)
 		}
 		dsn := "host=" + host + " user=" + user + " " + key + "=" + value + " dbname=" + db
+		if port != "" {
+			dsn += " port=" + port[1:]
+		}
 		for _, p := range params {
 			dsn += " " + p
 		}
@@ -130,19 +151,29 @@ func fuzzDSN(form, variant uint8, user, p1, p2, host, db, app string) string {
 	}
 }
 
+// fuzzMalformed tells what fuzzDSN makes malformed besides the password
+// (0: nothing).
+func fuzzMalformed(form uint8) uint8 { return form / 3 % 3 }
+
 // FuzzRedaction builds DSNs of the three forms with a known password, well
 // and badly written, and checks that no error, log line or description of
 // respool shows any part of it that holds pwMark: RedactDSN, ParseDSN's
 // error, every print and log of the Config, and the errors of NewConnector,
 // Connect, Ping (sql.OpenDB and sql.Open) and Driver.Open, the pool's
 // "create failed" log line and its Stats, all through fragmentDriver, whose
-// errors show the DSN cut at every separator.
+// errors show the DSN cut at every separator; or, for a DSN malformed
+// elsewhere (fuzzMalformed), through the real driver, whose parser refuses
+// it: its error printed every way, the Stats (JSON too), the health report
+// and the log.
 func FuzzRedaction(f *testing.F) {
-	for form := range uint8(3) {
+	for form := range uint8(9) {
 		for _, v := range []uint8{0, 1, 3, 5, 9, 17, 33, 65, 129, 131, 255} {
 			f.Add(form, v, "u", "@ss", "/w", "db.example.com", "app", "x")
 			f.Add(form, v, "admin", "?a=b@", "&c", "h", "db", "svc")
 			f.Add(form, v, "", " ' ", `\`, "h", "", "")
+			// Every byte some form treats specially (issue 19).
+			f.Add(form, v, "app", `@/?:,#&=()[];`, `'"\% +!$*{}|^<>`+"`~\t", "h", "app", "")
+			f.Add(form, v, "app", "r@t#", "/1", "h", "app", "")
 		}
 	}
 	f.Fuzz(func(t *testing.T, form, variant uint8, user, p1, p2, host, db, app string) {
@@ -156,11 +187,28 @@ func FuzzRedaction(f *testing.F) {
 		check("RedactDSN", RedactDSN(dsn))
 		cfg, err := ParseDSN(dsn)
 		if err != nil {
-			check("ParseDSN error", err.Error())
+			for how, s := range errorOutputs(err) {
+				check("ParseDSN error "+how, s)
+			}
 			return
 		}
 		for how, s := range configOutputs(cfg) {
 			check(how, s)
+		}
+		if fuzzMalformed(form) != 0 {
+			// The real driver refuses the DSN: its error, and what the
+			// pool keeps of it, must not show the password either.
+			out, _, err := connectorOutputs(t, *cfg, settleTimeout)
+			if err != nil {
+				for how, s := range errorOutputs(err) {
+					check("NewConnector error "+how, s)
+				}
+				return
+			}
+			for how, s := range out {
+				check(how, s)
+			}
+			return
 		}
 
 		cfg.DriverName = fragmentDriverName

@@ -3,6 +3,7 @@ package health
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 )
@@ -64,4 +65,15 @@ func (c *Checker) Sources() []Named {
 	c.mu.RUnlock()
 	slices.SortFunc(ns, func(a, b Named) int { return cmp.Compare(a.Name, b.Name) })
 	return ns
+}
+
+// Format prints c, for every verb of package fmt, as its type and the
+// names of its sources (*health.Checker["orders" "users"]): not its fields,
+// which change while it is in use.
+func (c *Checker) Format(f fmt.State, _ rune) {
+	var names []string
+	for _, n := range c.Sources() {
+		names = append(names, n.Name)
+	}
+	_, _ = fmt.Fprintf(f, "%T%q", c, names)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
+	"github.com/respool/respool/internal/fmttest"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
@@ -299,6 +301,9 @@ func TestRedact(t *testing.T) {
 		"user=app PASSWORD=hunter2 sslpassword=x2":     "user=app PASSWORD=xxxxx sslpassword=xxxxx",
 		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":              "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
 		"no secret here: connection refused (db:5432)": "no secret here: connection refused (db:5432)",
+		// A mysql DSN without a scheme, and SQLite's _auth_pass (issue 15).
+		"open app:s3cret@tcp(db:3306)/app: refused": "open app:xxxxx@tcp(db:3306)/app: refused",
+		"file:x.db?_auth_pass=s3cret&mode=ro":       "file:x.db?_auth_pass=xxxxx&mode=ro",
 	} {
 		if got := health.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -314,5 +319,27 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
+	}
+}
+
+// TestPrintingALiveChecker: a Checker printed with any verb while sources
+// are added and removed prints the names of its sources, not its insides
+// (issue 19 item 18: fmt iterated its map while it changed).
+func TestPrintingALiveChecker(t *testing.T) {
+	c, err := health.New(health.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := health.Source{Stats: func() pool.Stats { return pool.Stats{} }}
+	if err := c.Add("orders", src); err != nil {
+		t.Fatal(err)
+	}
+	got := fmttest.WhileUsed(c, 200, func(i int) {
+		name := fmt.Sprintf("s%d", i%5)
+		_ = c.Add(name, src)
+		c.Remove(name)
+	})
+	if !strings.Contains(got, `"orders"`) || strings.Contains(got, "sources") {
+		t.Errorf("%%v of a Checker = %s, want its sources' names and no fields", got)
 	}
 }

@@ -1,6 +1,9 @@
 package dsnform
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // KVToken is one keyword=value element of a keyword/value DSN.
 type KVToken struct {
@@ -97,5 +100,38 @@ func UnescapeKV(s string) string {
 		}
 		b.WriteByte(s[i])
 	}
+	return b.String()
+}
+
+// kvError is the error of the n-th element of a keyword/value DSN, which
+// problem (see KVTokens) describes. It names the element by its position
+// only: its text may be part of a password.
+func kvError(n int, problem string) error {
+	hint := ""
+	switch problem {
+	case NotKeyValue:
+		hint = ": single-quote a value that holds spaces (key='a b')"
+	case Unterminated:
+		hint = `: escape a quote or backslash inside a value (\' and \\)`
+	}
+	return fmt.Errorf("keyword/value form: element %d %s%s", n, problem, hint)
+}
+
+// QuoteKV writes v as a libpq keyword/value value: as is when it has no
+// whitespace, quote or backslash, else single-quoted with backslash escapes.
+func QuoteKV(v string) string {
+	if v != "" && !strings.ContainsAny(v, Spaces+`'\`) {
+		return v
+	}
+	var b strings.Builder
+	b.Grow(len(v) + 2)
+	b.WriteByte('\'')
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\'' || v[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(v[i])
+	}
+	b.WriteByte('\'')
 	return b.String()
 }
