@@ -266,9 +266,9 @@ func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromPro
 }
 
 // rejectWaitersLocked rejects the waiters that cannot wait for the gate,
-// just closed or closed longer, to open: those queued behind the probe,
-// and those whose deadline now falls before the opening. The others keep
-// their order.
+// just closed or closed longer, to open (cannotWaitLocked): every one with
+// Config.NoWait (they queued behind the probe), else those whose deadline
+// now falls before the opening. The others keep their order.
 func (p *Pause) rejectWaitersLocked() {
 	p.waiters = slices.DeleteFunc(p.waiters, func(w *waiter) bool {
 		if !p.cannotWaitLocked(w.deadline) {
