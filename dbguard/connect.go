@@ -9,7 +9,6 @@ import (
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/pause"
 )
 
 // Connect makes one connection with create, through g's creation path,
@@ -109,26 +108,3 @@ func (f guarded[T]) LifecycleHooks() factory.Hooks[T] {
 	}
 	return factory.Hooks[T]{}
 }
-
-// noWaitPause is the pause as the creation path enters it: while the gate
-// is closed, a creation is rejected at once with the reopening time,
-// instead of waiting behind the gate, so that the pool holds its creations
-// until then (and may serve its callers with the connections it has).
-// Once the pause is over, the first creation is its probe; others wait for
-// the probe's outcome.
-type noWaitPause struct {
-	p     *pause.Pause
-	clock resilience.Clock
-	name  string // the Guard's, as the pause's own rejections carry it
-}
-
-func (n noWaitPause) Enter(ctx context.Context) (resilience.Permit, error) {
-	if st := n.p.State(); !st.Open && !st.Probing {
-		if now := n.clock.Now(); st.Until.After(now) {
-			return resilience.Permit{}, resilience.Reject("pause", n.name, pause.ErrPaused, now, st.Until)
-		}
-	}
-	return n.p.Enter(ctx)
-}
-
-func (n noWaitPause) Exit(p resilience.Permit, err error) { n.p.Exit(p, err) }

@@ -156,6 +156,70 @@ func TestPauseOnBackPressure(t *testing.T) {
 	}
 }
 
+// TestCreationsBehindTheProbeFailFastWhenItPausesAgain checks the
+// creations that arrive while the pause's probe runs: they wait for its
+// outcome, and when the probe meets "too many connections" again, they
+// fail at once, without an attempt, with the escalated pause's reopening
+// time (as a creation that meets the closed gate does), instead of waiting
+// behind the gate for the whole new pause.
+func TestCreationsBehindTheProbeFailFastWhenItPausesAgain(t *testing.T) {
+	f := newFixture(t, dbguard.Config{Name: "db1"})
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	f.fail(errFull)
+	if _, err := f.connect(ctx); !errors.Is(err, errFull) {
+		t.Fatalf("creation: %v; want the server's error", err)
+	}
+	f.clk.Set(f.g.Pause().State().Until) // the pause is over: the next creation is its probe
+
+	inProbe, release := make(chan struct{}), make(chan struct{})
+	probeDone := make(chan error, 1)
+	go func() {
+		_, err := dbguard.Connect(ctx, f.g, func(context.Context) (int, error) {
+			close(inProbe)
+			<-release
+			return 0, errFull
+		})
+		probeDone <- err
+	}()
+	select {
+	case <-inProbe:
+	case err := <-probeDone:
+		t.Fatalf("the probe: %v; want an attempt", err)
+	}
+	queuedDone := make(chan error, 1)
+	go func() {
+		_, err := f.connect(ctx)
+		queuedDone <- err
+	}()
+	if err := f.awaitEvent(ctx, "pause", resilience.EventQueued, 1); err != nil {
+		t.Fatalf("the second creation did not queue behind the probe: %v", err)
+	}
+
+	close(release) // the probe meets "too many connections" again
+	if err := <-probeDone; !errors.Is(err, errFull) {
+		t.Fatalf("the probe: %v; want the server's error", err)
+	}
+	st := f.g.Pause().State()
+	if st.Open || st.Probing || st.LastPause != 2*time.Second {
+		t.Fatalf("pause %+v; want closed again for 2s (1s escalated)", st)
+	}
+	if st.Waiting != 0 {
+		cancel() // let it go: it would wait behind the gate for the whole new pause
+		t.Fatalf("%d creation(s) still waiting behind the gate paused again (until %v); want them failed at once", st.Waiting, st.Until)
+	}
+	err := <-queuedDone
+	if n := f.g.Stats().ConnectAttempts; !isRejection(err, pause.ErrPaused) || n != 2 {
+		t.Fatalf("the creation queued behind the probe: %v after %d attempts in all; want a pause rejection without an attempt (2: the first creation's and the probe's)", err, n)
+	}
+	if at, ok := resilience.RetryAfter(err); !ok || !at.Equal(st.Until) {
+		t.Fatalf("RetryAfter %v; want the new reopening time %v", at, st.Until)
+	}
+	if re := (*resilience.RejectedError)(nil); !errors.As(err, &re) || re.Name != "db1" {
+		t.Fatalf("rejection %v; want one naming the guard db1", err)
+	}
+}
+
 // TestConnectRateLimit checks that attempts beyond the rate wait for the
 // next permit instead of failing.
 func TestConnectRateLimit(t *testing.T) {

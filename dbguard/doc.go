@@ -19,7 +19,9 @@
 //   - the pause: a back-pressure error (the server is full or starting:
 //     dbclass.BackPressure) closes it for everyone, for the time the error
 //     names and longer if it comes right back; while it is closed a
-//     creation is rejected at once;
+//     creation is rejected at once (those that arrived while its probe ran
+//     wait for the probe's outcome, and are rejected at once if the probe
+//     closes it again);
 //   - a connect-rate limiter (off by default), whose permits attempts wait
 //     for.
 //

@@ -77,11 +77,15 @@ func New(c Config) (*Guard, error) {
 		g.stack.Breaker = g.breaker
 	}
 	if !c.Pause.Disabled {
+		// NoWait: a creation that meets the closed gate fails at once with
+		// the reopening time, so that the pool holds its creations until
+		// then (and serves its callers with the connections it has); those
+		// behind the probe wait for its outcome only.
 		if g.pause, err = pause.New(pause.Config{Name: c.Name, Classify: c.Classifier.BackPressure,
-			MaxPause: c.Pause.MaxPause, Clock: c.Clock, Listener: c.Listener}); err != nil {
+			MaxPause: c.Pause.MaxPause, NoWait: true, Clock: c.Clock, Listener: c.Listener}); err != nil {
 			return nil, err
 		}
-		g.stack.Pause = noWaitPause{g.pause, c.Clock, c.Name}
+		g.stack.Pause = g.pause
 	}
 	if c.ConnectRate > 0 {
 		n := int64(c.ConnectRate)

@@ -3,6 +3,7 @@ package dbguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -42,19 +43,22 @@ type fixture struct {
 	clk *clocktest.Clock
 	g   *dbguard.Guard
 
-	mu     sync.Mutex
-	errs   []error // the outcomes of the next attempts, in order; nil: success
-	made   int     // attempts that reached the factory
-	events []resilience.Event
+	mu      sync.Mutex
+	errs    []error // the outcomes of the next attempts, in order; nil: success
+	made    int     // attempts that reached the factory
+	events  []resilience.Event
+	changed chan struct{} // closed and replaced whenever events is added to
 }
 
 func newFixture(t *testing.T, c dbguard.Config) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clk: clocktest.New(time.Time{})}
+	f := &fixture{t: t, clk: clocktest.New(time.Time{}), changed: make(chan struct{})}
 	c.Clock = f.clk
 	c.Listener = func(e resilience.Event) {
 		f.mu.Lock()
 		f.events = append(f.events, e)
+		close(f.changed)
+		f.changed = make(chan struct{})
 		f.mu.Unlock()
 	}
 	g, err := dbguard.New(c)
@@ -64,6 +68,29 @@ func newFixture(t *testing.T, c dbguard.Config) *fixture {
 	t.Cleanup(g.Close)
 	f.g = g
 	return f
+}
+
+// awaitEvent waits until mechanism has emitted n events of kind k in all,
+// or ctx ends.
+func (f *fixture) awaitEvent(ctx context.Context, mechanism string, k resilience.EventKind, n int) error {
+	for {
+		f.mu.Lock()
+		seen, changed := 0, f.changed
+		for _, e := range f.events {
+			if e.Mechanism == mechanism && e.Kind == k {
+				seen++
+			}
+		}
+		f.mu.Unlock()
+		if seen >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%d %s %v events; want %d: %w", seen, mechanism, k, n, ctx.Err())
+		}
+	}
 }
 
 // fail makes the next attempts fail with errs, in order.

@@ -99,10 +99,20 @@ type Config struct {
 
 	// The two waits below keep a connection whose statement was cancelled
 	// counted against Pool.MaxObjects until the server has ended that
-	// statement, so that the server never sees more sessions than the
+	// statement, so that the server never holds more sessions open than the
 	// pool's maximum. They apply to connections respool makes from a pgx or
 	// go-sql-driver/mysql DSN (not to a Connector's). Zero means the
 	// default; negative turns the wait off.
+	//
+	// PostgreSQL drops a session from its count (max_connections,
+	// pg_stat_activity) before it closes the session's socket. MariaDB and
+	// MySQL close the socket first, then tear the session down (roll back
+	// its transaction, free it) and only then drop it from their count
+	// (max_connections, Threads_connected, Max_used_connections); respool
+	// keeps the slot 5ms more for that teardown. A teardown that takes
+	// longer (a long rollback, a server short of CPU) is counted beside the
+	// connection that replaces it: keep a MySQL server's max_connections a
+	// little above the sum of the pools' maximums.
 
 	// CancelWait (respool_cancel_wait, default DefaultCancelWait): when the
 	// context of a pgx statement ends, respool asks PostgreSQL to cancel
@@ -120,7 +130,8 @@ type Config struct {
 	// SessionEndWait (respool_session_end_wait, default
 	// DefaultSessionEndWait): a connection closed by the pool keeps its slot
 	// until the server has ended its session (it closes its end of the
-	// socket), for at most SessionEndWait. go-sql-driver/mysql closes a
+	// socket; MySQL's teardown after that: see above), for at most
+	// SessionEndWait. go-sql-driver/mysql closes a
 	// connection whose context ended while the server still runs its
 	// statement; the session ends when the statement does. Off: the slot is
 	// freed when the real driver's Close returns. For a go-sql-driver/mysql

@@ -68,7 +68,10 @@ var (
 	// closes the socket before it removes the session from its count
 	// (close_connection, then unlink_thd, in do_handle_one_connection), so
 	// a new connection made as soon as the socket closes can still be
-	// counted with it: teardown covers the gap.
+	// counted with it: teardown covers the gap for a session with nothing
+	// to roll back on a server with CPU to spare, not a long rollback or a
+	// busy server (see Config.SessionEndWait; integration/faults
+	// TestServerCountsASessionItTearsDown).
 	mysqlProtocol = protocol{goodbye: []byte{1, 0, 0, 0, 1}, teardown: 5 * time.Millisecond}
 	// PostgreSQL's Terminate: 'X', length 4. A backend leaves the server's
 	// count before its process exits, which closes the socket.

@@ -241,6 +241,13 @@ func loop(ctx context.Context, workers int, d time.Duration, fn func(worker, i i
 		case <-ctx.Done():
 		}
 	}()
+	loopUntil(workers, done, fn)
+}
+
+// loopUntil runs fn(worker, i) over and over in each of workers
+// goroutines, i counting each worker's calls, until done is closed (a call
+// under way then finishes).
+func loopUntil(workers int, done <-chan struct{}, fn func(worker, i int)) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {

@@ -32,6 +32,23 @@ type faultPlan struct {
 	DropRate     float64       // connections lost: this share of statements
 	Lifetime     time.Duration // respool_max_lifetime: connections are renewed, so the outage bites
 	TxTimeout    time.Duration // each transaction's context, retries included
+	// MaxOutage bounds the outage: it goes on past OutageTo until the
+	// breaker has opened, and ends at OutageFrom+MaxOutage at the latest.
+	// The breaker opens once half of its last 20 calls failed (at least
+	// 10): the statements of the connections still alive when the outage
+	// begins fill its window with successes, so it opens only after about
+	// 10 refused attempts following the last of them, which the pool
+	// spaces out (BackoffMax). A machine busy enough can leave fewer in the
+	// planned outage; "circuit opened and closed" then holds all the same,
+	// on a longer outage, and says so.
+	MaxOutage time.Duration
+	// BackoffMax is respool_create_backoff_max, the pool's longest delay
+	// between two creations while they fail (default 1s). Backing off to
+	// 1s, the pool made 6 to 12 attempts in the rest of a 2s outage, and
+	// the breaker opened within it in some runs only (on every database);
+	// at most 100ms apart, it opened within 0.1s to 1.7s of the outage's
+	// start on a machine kept busy.
+	BackoffMax time.Duration
 }
 
 func defaultFaultPlan() faultPlan {
@@ -43,6 +60,8 @@ func defaultFaultPlan() faultPlan {
 		ConflictRate: 0.1,
 		DropRate:     0.03,
 		Lifetime:     300 * time.Millisecond,
+		MaxOutage:    8 * time.Second,
+		BackoffMax:   100 * time.Millisecond,
 		TxTimeout:    3 * time.Second,
 	}
 }
@@ -74,10 +93,15 @@ func (dm *demo) faults(ctx context.Context) error {
 	dm.d.heading("4. Faults: %d workers run transactions for %v through the chaos driver", fp.Workers, fp.Duration)
 	dm.d.printf("  injected: serialization failure (%s) on %.0f%% of statements, %.0f%% of statements lose their connection,",
 		dm.target.txConflict, 100*fp.ConflictRate, 100*fp.DropRate)
-	dm.d.printf("  an outage from %v to %v: every connection attempt refused; connections live %v (respool_max_lifetime)",
-		fp.OutageFrom, fp.OutageTo, fp.Lifetime)
+	dm.d.printf("  an outage from %v to %v (longer until the breaker opens, up to %v): every connection attempt refused;",
+		fp.OutageFrom, fp.OutageTo, fp.OutageFrom+fp.MaxOutage)
+	dm.d.printf("  connections live %v (respool_max_lifetime), and while attempts fail the pool makes them at most %v apart",
+		fp.Lifetime, fp.BackoffMax)
+	dm.d.printf("  (respool_create_backoff_max; default 1s), so that in the breaker's window (its last 20 calls) they soon outnumber")
+	dm.d.printf("  the statements of the connections still alive when the outage began")
 	keys := append(dm.poolKeys(faultPool),
 		kv{"respool_max_lifetime", fp.Lifetime.String()},
+		kv{"respool_create_backoff_max", fp.BackoffMax.String()},
 		kv{"chaos_name", faultPool},
 		kv{"chaos_seed", "7"},
 		kv{"chaos_latency", "1ms"},
@@ -87,8 +111,7 @@ func (dm *demo) faults(ctx context.Context) error {
 		kv{"chaos_error_on", "exec"},
 		kv{"chaos_drop", "before"},
 		kv{"chaos_drop_rate", fmt.Sprint(fp.DropRate)},
-		kv{"chaos_refuse", "on"},
-		kv{"chaos_refuse_during", fp.OutageFrom.String() + "-" + fp.OutageTo.String()},
+		kv{"chaos_refuse", "off"}, // switched on and off by runOutage
 	)
 	dsn := dm.target.chaosDSN(keys...)
 	dm.d.printf(`sql.Open("respool", %q)`, respool.RedactDSN(dsn))
@@ -118,28 +141,100 @@ func (dm *demo) faults(ctx context.Context) error {
 		return err
 	}
 	var tally faultTally
+	var o outage
+	outageDone := make(chan error, 1)
+	go func() { outageDone <- runOutage(ctx, fp, opened, cc, c, &o) }()
 	stop := make(chan struct{})
 	watched := dm.watch(stop, func() string {
 		s := c.Pool().Stats()
 		phase := "      "
-		if since := time.Since(opened); since >= fp.OutageFrom && since < fp.OutageTo {
+		if o.on.Load() {
 			phase = "OUTAGE"
 		}
 		return fmt.Sprintf("%s committed %d (after retry %d), failed %d | conflicts %d, lost/refused %d | conns %d/%d, creates %d, create failures %d, failed fast %d",
 			phase, tally.committed.Load(), tally.retriedOK.Load(), tally.failed.Load(), tally.conflicts.Load(), tally.connErrs.Load(),
 			s.Total, s.MaxObjects, s.Creates, s.CreateFailures, s.FailedFast)
 	})
-	loop(ctx, fp.Workers, fp.Duration-time.Since(opened), func(w, i int) {
-		dm.transfer(ctx, db, txr, w, i, opened, &tally)
+	// The workers run for Duration, and as long after the outage as
+	// planned when it lasted longer.
+	workersDone := make(chan struct{})
+	var outageErr error
+	go func() {
+		defer close(workersDone)
+		if outageErr = <-outageDone; outageErr != nil {
+			return
+		}
+		end := max(fp.Duration, time.Duration(o.endedAt.Load())+fp.Duration-fp.OutageTo)
+		_ = work(ctx, time.Until(opened.Add(end)))
+	}()
+	loopUntil(fp.Workers, workersDone, func(w, i int) {
+		dm.transfer(ctx, db, txr, w, i, opened, &o, &tally)
 	})
 	close(stop)
 	<-watched
-	return dm.faultChecks(ctx, c, cc, &tally, sumBefore)
+	if outageErr != nil {
+		return outageErr
+	}
+	return dm.faultChecks(ctx, c, cc, &o, &tally, sumBefore)
+}
+
+// outage is the fault step's outage as it happens.
+type outage struct {
+	on      atomic.Bool
+	endedAt atomic.Int64 // when it ended, since the pool was opened, in ns; 0: not yet
+}
+
+// after reports whether t, since the pool was opened, is after the outage.
+func (o *outage) after(t time.Duration) bool {
+	end := o.endedAt.Load()
+	return end != 0 && int64(t) >= end
+}
+
+// runOutage refuses every connection attempt (chaos's refuse fault) from
+// fp.OutageFrom to fp.OutageTo after opened, or longer, until the breaker
+// of c has opened since it began (polled: the outage need not end the
+// moment it opens), and at most until fp.OutageFrom+fp.MaxOutage (see
+// faultPlan.MaxOutage). It returns once the outage is over, or with ctx's
+// error when ctx ends first.
+func runOutage(ctx context.Context, fp faultPlan, opened time.Time, cc *chaos.Connector, c *respool.Connector, o *outage) error {
+	if err := work(ctx, time.Until(opened.Add(fp.OutageFrom))); err != nil {
+		return err
+	}
+	g := c.Guard()
+	before := g.Stats().Breaker.Transitions
+	if err := cc.Enable("refuse"); err != nil {
+		return err
+	}
+	o.on.Store(true)
+	defer func() {
+		_ = cc.Disable("refuse") // it exists: Enable found it
+		o.on.Store(false)
+		o.endedAt.Store(int64(time.Since(opened)))
+	}()
+	if err := work(ctx, time.Until(opened.Add(fp.OutageTo))); err != nil {
+		return err
+	}
+	limit := time.NewTimer(time.Until(opened.Add(fp.OutageFrom + fp.MaxOutage)))
+	defer limit.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if gs := g.Stats(); !gs.BreakerOn || gs.Breaker.Transitions > before {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // transfer runs one transaction (two updates) under txr, and counts what
 // it met.
-func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner, worker, i int, opened time.Time, tally *faultTally) {
+func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner, worker, i int, opened time.Time, o *outage, tally *faultTally) {
 	fp := dm.opts.Faults
 	begun := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, fp.TxTimeout)
@@ -164,7 +259,7 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner,
 		if attempts > 1 {
 			tally.retriedOK.Add(1)
 		}
-		if begun.Sub(opened) >= fp.OutageTo {
+		if o.after(begun.Sub(opened)) {
 			tally.afterOutage.Add(1)
 		}
 		return
@@ -194,7 +289,7 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner,
 }
 
 // faultChecks checks what the fault step showed.
-func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos.Connector, tally *faultTally, sumBefore int64) error {
+func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos.Connector, o *outage, tally *faultTally, sumBefore int64) error {
 	cs := cc.Stats()
 	s := c.Pool().Stats()
 	dm.d.printf("  chaos injected: %d serialization failures, %d lost connections, %d refused connection attempts, %v of latency",
@@ -214,11 +309,18 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 		"%d connections lost under a statement, closed by the pool and replaced (%d made in all)",
 		cs.Injected("drop"), s.Creates)
 	dm.outageChecks(cs, s, tally)
+	fp := dm.opts.Faults
+	lasted := time.Duration(o.endedAt.Load()) - fp.OutageFrom
+	if planned := fp.OutageTo - fp.OutageFrom; lasted > planned+50*time.Millisecond {
+		dm.d.printf("  the outage lasted %v instead of %v: the breaker had not opened yet (see faultPlan.MaxOutage)",
+			lasted.Round(10*time.Millisecond), planned)
+	}
 	rs := c.Stats().Resilience
 	dm.expect(rs.BreakerOn && rs.Breaker.Transitions >= 2 && rs.Breaker.State == breaker.Closed,
 		"outage: circuit opened and closed",
 		"the breaker opened on the refused connections, let one probe through at a time, and closed when one succeeded: "+
-			"%d transitions, %d takes and statements refused while open, now %v", rs.Breaker.Transitions, rs.Rejected, rs.Breaker.State)
+			"%d transitions, %d takes and statements refused while open, now %v (the outage lasted %v)",
+		rs.Breaker.Transitions, rs.Rejected, rs.Breaker.State, lasted.Round(10*time.Millisecond))
 
 	sum, err := sumN(ctx, dm.db)
 	if err != nil {

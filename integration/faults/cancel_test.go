@@ -31,11 +31,14 @@ var cancelClients = []client{
 // TestCancelKeepsSessionsWithinTheLimit is issue 9's "cancellation does not
 // multiply sessions": 64 callers with 1 s deadlines run 200 ms queries
 // through pools of 10, so that many calls end while their statement runs.
-// The server's sessions of the test user, sampled every 10 ms and as the
-// server counts them (PostgreSQL's log of connections and disconnections,
-// MariaDB's Max_used_connections), stay within respool's pool (the
-// monitor's session is not counted), while the plain drivers open new
-// sessions beside those still running cancelled statements.
+// The sessions of the test user that the server holds open, sampled every
+// 10 ms and, on PostgreSQL, as the server logs them, stay within respool's
+// pool (the monitor's session is not counted), while the plain drivers open
+// new sessions beside those still running cancelled statements. MariaDB's
+// own count, Max_used_connections, is logged: it counts a session the
+// server has disconnected until it has torn it down, and on a busy machine
+// that teardown can outlast the 5 ms respool allows for it (see
+// slowOutcome.withinPool).
 func TestCancelKeepsSessionsWithinTheLimit(t *testing.T) {
 	admin := map[*servers.Server]*sql.DB{}
 	for _, set := range sets {
@@ -51,8 +54,8 @@ func TestCancelKeepsSessionsWithinTheLimit(t *testing.T) {
 				o := measureSlow(r, cancelWindow)
 				t.Logf("%s on %s: %.1f ok/s, errors %s; peak sessions sampled %d (%d samples), %s %d",
 					c.name, set.kind, o.okPerSec, o.errors, o.peakSampled, o.samples, o.serverCounter, o.peakServer)
-				if c.respool && c.name != "respool FIFO, waits off" && (o.peakSampled > poolSize || o.peakServer > poolSize) {
-					t.Errorf("%s: the server held %d sessions (sampled), %d (%s) for a pool of %d",
+				if c.respool && c.name != "respool FIFO, waits off" && !o.withinPool() {
+					t.Errorf("%s: the server held %d sessions open (sampled), counted %d (%s) for a pool of %d",
 						c.name, o.peakSampled, o.peakServer, o.serverCounter, poolSize)
 				}
 			})

@@ -19,10 +19,12 @@
 //     p99 and maximum latency, and the errors they see by class.
 //  3. slow: 200 ms queries with a 1 s deadline: successful calls per second,
 //     of the 50 a pool of 10 can do, the errors callers see, and the peak of
-//     the server's sessions, sampled from pg_stat_activity or
-//     information_schema.processlist and as the server itself counts them
-//     (PostgreSQL's log_connections and log_disconnections, MariaDB's
-//     Max_used_connections).
+//     the server's sessions: those it holds open, sampled from
+//     pg_stat_activity or information_schema.processlist, and as the server
+//     itself counts them (PostgreSQL's log_connections and
+//     log_disconnections; MariaDB's Max_used_connections, which also counts
+//     the sessions it has disconnected and still tears down, and is
+//     reported, not asserted: see TestServerCountsASessionItTearsDown).
 //  4. frozen: the server is stopped with SIGSTOP for 5 s: the share of calls
 //     that wait their full deadline.
 //     The slow and frozen scenarios run a second time with polite callers:

@@ -28,6 +28,14 @@ type Config struct {
 	// EscalationWindow is how soon after reopening a signal counts as
 	// "again". Default 0: the length of the pause that just ended.
 	EscalationWindow time.Duration
+	// NoWait makes the closed gate reject a caller at once, with a
+	// *resilience.RejectedError matching ErrPaused whose retry-after is the
+	// opening, instead of holding it behind the gate: for callers that
+	// have something better to do meanwhile (a pool serving from the
+	// connections it has). Callers that arrive while the probe runs still
+	// wait for its outcome, and are rejected the same way, at once, if the
+	// gate closes again. Default false: callers wait behind the gate.
+	NoWait bool
 	// Clock is where time is read and the reopening timer set. Default
 	// resilience.System.
 	Clock resilience.Clock

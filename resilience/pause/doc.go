@@ -8,7 +8,11 @@
 // Later signals extend the pause; none shortens it. Callers that arrive
 // meanwhile wait behind the gate in FIFO order, each until its context ends
 // (a caller whose deadline falls before the gate opens is rejected at once,
-// with the gate's opening time as its retry-after).
+// with the gate's opening time as its retry-after; so is a waiter when the
+// gate closes again or longer and its deadline now falls first). With
+// Config.NoWait no caller waits behind the closed gate: each is rejected at
+// once, and those waiting for the probe's outcome are rejected when it
+// closes the gate again.
 //
 // When the pause is over, one probe goes first. If it succeeds (or fails in
 // a way that is not a slow-down signal), the gate opens and the waiters

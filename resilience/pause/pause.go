@@ -3,6 +3,7 @@ package pause
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,13 +39,22 @@ type Pause struct {
 	escalated  uint64
 }
 
-// verdict is what a waiter is told when it leaves the queue: goAhead, or
-// the generation of the probe role it is given.
+// verdict is what a waiter is told when it leaves the queue: goAhead,
+// rejected, or the generation of the probe role it is given.
 type verdict uint64
 
-const goAhead verdict = 0 // the gate opened
+const (
+	goAhead  verdict = 0              // the gate opened
+	rejected verdict = math.MaxUint64 // the gate closed again, longer than the waiter can wait
+)
 
-type waiter struct{ ch chan verdict } // buffered: sends never block
+type waiter struct {
+	ch       chan verdict // buffered: sends never block
+	deadline time.Time    // see deadlineOf; read-only
+	// Set before rejected is sent: the pause that rejected the waiter.
+	until  time.Time
+	reason error
+}
 
 // The Token of a probe's Permit; its Since is the probe's generation.
 const probeToken = 1
@@ -89,15 +99,13 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 		return permitFor(verdict(gen)), nil
 	}
 	// Paused, or a probe runs: wait, unless the caller cannot wait that long.
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) && gate(p.gate.Load()) == paused && dl.Before(p.until) {
+	deadline := p.deadlineOf(ctx)
+	if gate(p.gate.Load()) == paused && p.cannotWaitLocked(deadline) {
 		until, reason := p.until, p.reason
 		p.mu.Unlock()
-		err := resilience.Reject(mechanism, p.c.Name, ErrPaused, now, until)
-		p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
-			Kind: resilience.EventRejected, RetryAt: until, Err: errors.Join(err, reason)})
-		return resilience.Permit{}, err
+		return resilience.Permit{}, p.reject(now, until, reason)
 	}
-	w := &waiter{ch: make(chan verdict, 1)}
+	w := &waiter{ch: make(chan verdict, 1), deadline: deadline}
 	p.waiters = append(p.waiters, w)
 	waiting := len(p.waiters)
 	p.mu.Unlock()
@@ -106,6 +114,9 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 	var v verdict
 	select {
 	case v = <-w.ch:
+		if v == rejected {
+			return resilience.Permit{}, p.reject(p.c.Clock.Now(), w.until, w.reason)
+		}
 		if ctx.Err() == nil {
 			return permitFor(v), nil
 		}
@@ -122,10 +133,35 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 	defer p.mu.Unlock()
 	// A probe role still current passes on to the next waiter (one
 	// superseded by a new pause is void).
-	if pm := permitFor(v); p.currentProbeLocked(pm) {
+	if pm := permitFor(v); v != rejected && p.currentProbeLocked(pm) {
 		p.passProbeLocked(p.c.Clock.Now())
 	}
 	return resilience.Permit{}, context.Cause(ctx)
+}
+
+// deadlineOf returns ctx's deadline when the gate's clock is the system's
+// (a context's deadline is in real time), or zero.
+func (p *Pause) deadlineOf(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) {
+		return dl
+	}
+	return time.Time{}
+}
+
+// cannotWaitLocked reports whether a caller whose deadline is deadline
+// (zero: none) is rejected by the closed gate rather than held until it
+// opens: always with Config.NoWait, else when its deadline comes first.
+func (p *Pause) cannotWaitLocked(deadline time.Time) bool {
+	return p.c.NoWait || (!deadline.IsZero() && deadline.Before(p.until))
+}
+
+// reject returns the rejection of a caller by the gate closed until until
+// for reason, and emits it.
+func (p *Pause) reject(now, until time.Time, reason error) error {
+	err := resilience.Reject(mechanism, p.c.Name, ErrPaused, now, until)
+	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+		Kind: resilience.EventRejected, RetryAt: until, Err: errors.Join(err, reason)})
+	return err
 }
 
 func permitFor(v verdict) resilience.Permit {
@@ -224,8 +260,24 @@ func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromPro
 	} else {
 		p.timer.Reset(d)
 	}
+	p.rejectWaitersLocked()
 	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
 		Delay: d, RetryAt: until, Waiting: len(p.waiters), Err: reason})
+}
+
+// rejectWaitersLocked rejects the waiters that cannot wait for the gate,
+// just closed or closed longer, to open (cannotWaitLocked): every one with
+// Config.NoWait (they queued behind the probe), else those whose deadline
+// now falls before the opening. The others keep their order.
+func (p *Pause) rejectWaitersLocked() {
+	p.waiters = slices.DeleteFunc(p.waiters, func(w *waiter) bool {
+		if !p.cannotWaitLocked(w.deadline) {
+			return false
+		}
+		w.until, w.reason = p.until, p.reason
+		w.ch <- rejected
+		return true
+	})
 }
 
 // reopen runs when the pause timer fires.

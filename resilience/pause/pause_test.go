@@ -268,6 +268,100 @@ func TestDeadlineBeforeReopeningRejectsAtOnce(t *testing.T) {
 	}
 }
 
+// TestNoWaitRejectsAtTheGateAndBehindAPausedProbe: with NoWait, a caller
+// that meets the closed gate is rejected at once with the opening time
+// (whatever the clock); callers that arrive while the probe runs wait for
+// its outcome, and when the probe meets the signal again they are rejected
+// at once with the new, escalated opening instead of waiting it out.
+func TestNoWaitRejectsAtTheGateAndBehindAPausedProbe(t *testing.T) {
+	f := newFixture(t, pause.Config{Name: "db", NoWait: true})
+	f.p.Hold(time.Second, slowDown{time.Second})
+	_, err := f.p.Enter(f.ctx)
+	var re *resilience.RejectedError
+	if !errors.Is(err, pause.ErrPaused) || !errors.As(err, &re) || re.Name != "db" || !re.RetryAt.Equal(f.state().Until) {
+		t.Fatalf("Enter while paused: %v; want a rejection by db until the opening", err)
+	}
+	f.clk.Advance(time.Second)
+	probe, err := f.p.Enter(f.ctx)
+	if err != nil || probe.Token != 1 {
+		t.Fatalf("Enter once the pause is over: %+v, %v; want the probe", probe, err)
+	}
+	first, second := f.enterAsync(f.ctx), f.enterAsync(f.ctx)
+	f.p.Exit(probe, slowDown{time.Second}) // paused again: 1s × 2
+	s := f.state()
+	if s.LastPause != 2*time.Second || s.Waiting != 0 {
+		t.Fatalf("state %+v; want paused 2s, nobody waiting", s)
+	}
+	for i, ch := range []<-chan entered{first, second} {
+		e := <-ch
+		if at, _ := resilience.RetryAfter(e.err); !errors.Is(e.err, pause.ErrPaused) || !at.Equal(s.Until) {
+			t.Fatalf("caller %d behind the probe: %+v; want a rejection until %v", i+1, e, s.Until)
+		}
+	}
+	f.clk.Advance(2 * time.Second)
+	probe, _ = f.p.Enter(f.ctx)
+	third := f.enterAsync(f.ctx)
+	f.p.Exit(probe, nil) // the server answered: open
+	if e := <-third; e.err != nil || e.pm.Token != 0 {
+		t.Fatalf("caller behind a probe that succeeded: %+v; want it through", e)
+	}
+}
+
+// TestRepauseRejectsWaitersWhoseDeadlineComesFirst uses the real clock:
+// callers wait behind the running probe; when it meets the signal again,
+// one whose deadline falls before the new opening is rejected at once
+// (as it would be on arriving at the closed gate), one without a deadline
+// keeps waiting.
+func TestRepauseRejectsWaitersWhoseDeadlineComesFirst(t *testing.T) {
+	queued := make(chan error, 2)
+	p, err := pause.New(pause.Config{Classify: classify, Listener: func(e resilience.Event) {
+		if e.Kind == resilience.EventQueued {
+			queued <- nil
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	bound := testctx.New(t)
+	p.Hold(time.Nanosecond, slowDown{time.Nanosecond})
+	probe, err := p.Enter(bound) // the pause is over by now: the probe
+	if err != nil || probe.Token != 1 {
+		t.Fatalf("Enter: %+v, %v; want the probe", probe, err)
+	}
+	short, cancelShort := context.WithTimeout(bound, time.Minute)
+	defer cancelShort()
+	long, cancelLong := context.WithCancel(context.Background()) // no deadline: the test cancels it
+	defer cancelLong()
+	shortDone, longDone := make(chan error, 1), make(chan error, 1)
+	wait := func(ch <-chan error, what string) error {
+		t.Helper()
+		select {
+		case err := <-ch:
+			return err
+		case <-bound.Done():
+			t.Fatalf("%s: still waiting", what)
+			return nil
+		}
+	}
+	go func() { _, err := p.Enter(short); shortDone <- err }()
+	wait(queued, "the waiter with a minute left did not queue")
+	go func() { _, err := p.Enter(long); longDone <- err }()
+	wait(queued, "the waiter without a deadline did not queue")
+	p.Exit(probe, slowDown{time.Hour}) // paused again for MaxPause, 15m
+	if s := p.State(); s.Waiting != 1 {
+		t.Fatalf("%d waiting behind a 15m pause; want only the one without a deadline", s.Waiting)
+	}
+	err = wait(shortDone, "the waiter with a minute left")
+	if at, _ := resilience.RetryAfter(err); !errors.Is(err, pause.ErrPaused) || !at.Equal(p.State().Until) {
+		t.Fatalf("waiter with a minute left: %v; want a rejection until the opening in 15m", err)
+	}
+	cancelLong()
+	if err := wait(longDone, "the waiter without a deadline, cancelled"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter without a deadline: %v; want it waiting until cancelled", err)
+	}
+}
+
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for field, c := range map[string]pause.Config{
 		"Escalation":   {Escalation: 0.5},
