@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,6 +222,67 @@ func TestGroupClose(t *testing.T) {
 	}
 	if s := g.Stats(); s.Total != 0 || fcP.made() != 1 || !fcP.conn(t, 1).closed.Load() {
 		t.Fatalf("after Close: total %d, primary made %d; want 0, 1 and closed", s.Total, fcP.made())
+	}
+}
+
+// Group.Close takes every member out of Connectors in one step: a reader
+// of the registry sees all of them or none, never some (TestGroupClose read
+// it between two members' retirements and failed under load).
+func TestGroupCloseLeavesConnectorsInOneStep(t *testing.T) {
+	m := newMock(t)
+	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const members = 500
+	mine := make(map[*Connector]bool, members)
+	for i := range members {
+		c, err := g.Connector(fmt.Sprintf("m%d", i), Config{Connector: &faultConnector{m: m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine[c] = true
+	}
+	// Readers snapshot the registry while Close runs; partial keeps the
+	// count of a snapshot that held some of the members but not all.
+	var partial atomic.Int64
+	stop := make(chan struct{})
+	var started, wg sync.WaitGroup
+	for range 4 {
+		started.Add(1)
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				n := 0
+				for _, c := range Connectors() {
+					if mine[c] {
+						n++
+					}
+				}
+				if n != 0 && n != members {
+					partial.Store(int64(n))
+				}
+				if i == 0 {
+					started.Done()
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	started.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	err = g.Close(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Group.Close: %v", err)
+	}
+	if n := partial.Load(); n != 0 {
+		t.Fatalf("a reader of Connectors saw %d of the %d members while Group.Close ran; want all or none", n, members)
 	}
 }
 
