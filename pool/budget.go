@@ -70,6 +70,11 @@ type budget[T any] struct {
 	forget        func(*Pool[T])
 	retire        func(*Pool[T])
 
+	// afterEvict, when set (tests only), is called by the loop after its
+	// eviction scan (settle), before it publishes what callers read: tests
+	// hold the loop there to force an interleaving.
+	afterEvict atomic.Pointer[func()]
+
 	mailbox      chan message[T]
 	keyClosed    chan struct{} // a key began closing (buffered 1)
 	closing      chan struct{} // closed by Keyed.StartClose
@@ -263,7 +268,15 @@ func (b *budget[T]) settle() {
 	if b.total >= b.max {
 		b.claimQueued()
 	}
+	// Whether claims starve is stored before the scan for idle objects to
+	// evict: a give-back that read it false before looks again once its
+	// object is idle (putIdle), so either the scan finds the object or the
+	// giver pokes the loop, which looks again.
+	b.setStarving(b.need() > 0)
 	b.evict()
+	if f := b.afterEvict.Load(); f != nil {
+		(*f)()
+	}
 	b.grant() // evict may have found slot markers to take back
 	for _, a := range b.keys {
 		a.publishCapacity()
@@ -520,9 +533,7 @@ func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 // publish stores what callers read of the budget.
 func (b *budget[T]) publish() {
 	need := b.need()
-	if starving := need > 0; b.starving.Load() != starving {
-		b.starving.Store(starving)
-	}
+	b.setStarving(need > 0)
 	b.waiters.Store(int64(b.callerClaims))
 	var head *actor[T]
 	if len(b.claims) > 0 {
@@ -533,6 +544,27 @@ func (b *budget[T]) publish() {
 		if a.p.yields.Load() != y { // stored only when it changes: callers read it
 			a.p.yields.Store(y)
 		}
+	}
+}
+
+// setStarving stores whether claims starve, only when it changes: callers
+// read it.
+func (b *budget[T]) setStarving(starving bool) {
+	if b.starving.Load() != starving {
+		b.starving.Store(starving)
+	}
+}
+
+// idled is called by a caller that made an object of p's key idle without
+// yielding it (putIdle), and by one that stopped waiting, leaving p's key
+// with no caller waiting (stopWaiting): if claims starve, the loop may have
+// looked for idle objects to evict before the object was idle or before the
+// key had nobody waiting, so it is poked to look again. A key with callers
+// waiting keeps its idle objects for them, and the last of them to leave
+// pokes.
+func (b *budget[T]) idled(p *Pool[T]) {
+	if b.starving.Load() && p.waiting.Load() == 0 {
+		p.poke()
 	}
 }
 

@@ -81,11 +81,17 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 // the budget, it may send e to the actor, to be destroyed for them (yield).
 func (p *Pool[T]) putIdle(e *entry[T]) {
 	e.idleSince = p.now.Load()
-	if p.keyed != nil && p.keyed.yielding(p) {
+	b := p.keyed
+	if b == nil {
+		p.pushIdle(e)
+		return
+	}
+	if b.yielding(p) {
 		p.send(message[T]{kind: msgYield, e: e})
 		return
 	}
 	p.pushIdle(e)
+	b.idled(p)
 }
 
 // pushIdle is putIdle keeping e's idleSince (an object back from its test).

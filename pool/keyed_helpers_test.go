@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,7 +105,11 @@ func (h *keyedHarness) claim(key string, n int) chan takeResult {
 func (h *keyedHarness) queued(key string, n int) chan takeResult {
 	h.t.Helper()
 	ch := h.takeAsync(context.Background(), key)
-	waitUntil(h.t, "a Take queues", func() bool { return h.k.Pool(key).Stats().Queued == n && blockedInTake(1) })
+	waitUntil(h.t, "a Take queues", func() bool {
+		// Every caller in a Take is parked: callers queue in the order
+		// they came, and one queued after this one is behind it.
+		return h.k.Pool(key).Stats().Queued == n && blockedInTake(h.k.Stats().Waiting)
+	})
 	return ch
 }
 
@@ -144,4 +149,38 @@ func (f *fakeFactory) destroyedIDs() []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]int64(nil), f.destroyed...)
+}
+
+// holdLoop holds the loop once, after its eviction scan and before it
+// publishes what callers read, at the first settle where claims wait for
+// the budget. held is closed once the loop is held; release lets it go on
+// (it goes on by itself after 5 s, so that a failing test cannot hang it).
+func (h *keyedHarness) holdLoop() (held <-chan struct{}, release func()) {
+	heldC, releaseC := make(chan struct{}), make(chan struct{})
+	done := false // the loop's
+	f := func() {
+		if done || len(h.k.b.claims) == 0 {
+			return
+		}
+		done = true
+		close(heldC)
+		select {
+		case <-releaseC:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	h.k.b.afterEvict.Store(&f)
+	var once sync.Once
+	return heldC, func() { once.Do(func() { close(releaseC) }) }
+}
+
+// drain discards the events handled so far.
+func (e *events) drain() {
+	for {
+		select {
+		case <-e.ch:
+		default:
+			return
+		}
+	}
 }

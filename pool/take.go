@@ -487,7 +487,9 @@ func (t *taker[T]) leave() {
 // stopWaiting uncounts a caller leaving takeSlow and passes the close marker
 // on if others wait.
 func (p *Pool[T]) stopWaiting() {
-	p.waiting.Add(-1)
+	if p.waiting.Add(-1) == 0 && p.keyed != nil {
+		p.keyed.idled(p)
+	}
 	p.wakeIfNeeded()
 }
 
