@@ -48,7 +48,12 @@ import (
 // give-back reads one atomic more than a Pool's while no claim waits.
 //
 // Every caller waiting for a give-back in any key, and every claim of a
-// caller, counts against the one MaxQueueSize.
+// caller, counts against the one MaxQueueSize, in one count (waiting) that
+// each adds itself to before it compares: of two callers arriving together
+// for the last place, one is refused. A claim is counted until it is served
+// or its caller leaves, whichever comes first (waiter.claim: uncount,
+// unclaim): a caller that gives up frees its place at once, not when the
+// loop next looks.
 
 // claim is a request for a slot of the budget.
 type claim[T any] struct {
@@ -89,7 +94,6 @@ type budget[T any] struct {
 	registered   int64 // keys whose msgAddKey has arrived
 	total        int   // slots taken by every key
 	claims       []claim[T]
-	callerClaims int  // claims of callers (w != nil)
 	freed        bool // a slot was freed since the last settle: refill every key
 	gatesChanged bool // a key's gate was held or released: arm gateTimer again
 	gateTimer    Timer
@@ -99,11 +103,12 @@ type budget[T any] struct {
 
 	// Published by the loop.
 	totalNow atomic.Int64
-	starving atomic.Bool  // claims wait that no destruction under way will serve
-	waiters  atomic.Int64 // callerClaims
+	starving atomic.Bool // claims wait that no destruction under way will serve
 
-	// Written by callers: those waiting for a give-back in every key.
-	queued atomic.Int64
+	// Written by callers and the loop: waiting counts the callers queued
+	// for a give-back in every key and the claims of callers counted
+	// (waiter.claim), against MaxQueueSize; waiters counts those claims.
+	waiting, waiters atomic.Int64
 }
 
 // newBudget makes the budget of a Keyed configured by cfg, with defaults.
@@ -298,21 +303,47 @@ func (b *budget[T]) setTotal(n int) {
 // full reports whether every slot of the budget is taken.
 func (b *budget[T]) full() bool { return b.totalNow.Load() >= int64(b.max) }
 
-// queue adds d to the callers waiting for a give-back and returns how many
-// callers wait now against MaxQueueSize: those and the callers' claims.
-func (b *budget[T]) queue(d int64) int64 { return b.queued.Add(d) + b.waiters.Load() }
+// queue adds d to the callers waiting against MaxQueueSize (a caller
+// queued for a give-back) and returns how many wait now.
+func (b *budget[T]) queue(d int64) int64 { return b.waiting.Add(d) }
 
 // starve makes w's request for a creation in a's key, which the key could
 // serve but the budget cannot, a claim; or refuses it when MaxQueueSize
 // callers wait already.
 func (b *budget[T]) starve(a *actor[T], w *waiter[T]) {
-	if n := int(b.queued.Load()) + b.callerClaims; n >= b.maxQueue {
+	if n := b.waiting.Add(1); n > int64(b.maxQueue) {
+		b.waiting.Add(-1)
 		a.p.counters.queueFull.Add(1)
-		w.deliver(created[T]{err: &QueueFullError{Waiting: n, MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
+		w.deliver(created[T]{err: &QueueFullError{Waiting: int(n - 1), MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
 		return
 	}
+	if !w.claim.CompareAndSwap(claimNone, claimCounted) { // its caller has left
+		b.waiting.Add(-1)
+		return
+	}
+	b.waiters.Add(1)
 	b.claims = append(b.claims, claim[T]{a: a, w: w})
-	b.callerClaims++
+}
+
+// uncount stops counting w's claim, served or dropped, if its caller has
+// not already (unclaim); the loop calls it. The caller may claim again (a
+// creation it was granted fails, and the budget is spent by the next
+// attempt).
+func (b *budget[T]) uncount(w *waiter[T]) {
+	if w.claim.CompareAndSwap(claimCounted, claimNone) {
+		b.waiting.Add(-1)
+		b.waiters.Add(-1)
+	}
+}
+
+// unclaim stops counting w's claim, if the loop has not already (uncount),
+// and makes sure it is never counted again: w's caller calls it when it
+// leaves.
+func (b *budget[T]) unclaim(w *waiter[T]) {
+	if w.claim.Swap(claimLeft) == claimCounted {
+		b.waiting.Add(-1)
+		b.waiters.Add(-1)
+	}
 }
 
 // unserved is how many of a's queued callers may have a slot of the
@@ -351,14 +382,11 @@ func (b *budget[T]) purge() {
 			c.a.claimed--
 			return true
 		}
-		switch {
-		case c.w.state.Load() != waiterWaiting:
-		case c.a.closing:
-			c.w.deliver(created[T]{err: ErrClosed})
-		default:
+		if c.w.state.Load() == waiterWaiting && !c.a.closing {
 			return false
 		}
-		b.callerClaims--
+		b.uncount(c.w)
+		c.w.deliver(created[T]{err: ErrClosed}) // its key is closing, unless the caller has left
 		return true
 	}
 	n := 0
@@ -394,7 +422,7 @@ func (b *budget[T]) grant() {
 			}
 			continue
 		}
-		b.callerClaims--
+		b.uncount(c.w)
 		switch {
 		case c.w.state.Load() != waiterWaiting:
 		case a.total >= a.capacity(): // its key filled up meanwhile
@@ -534,7 +562,6 @@ func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 func (b *budget[T]) publish() {
 	need := b.need()
 	b.setStarving(need > 0)
-	b.waiters.Store(int64(b.callerClaims))
 	var head *actor[T]
 	if len(b.claims) > 0 {
 		head = b.claims[0].a

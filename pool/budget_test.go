@@ -7,6 +7,81 @@ import (
 	"time"
 )
 
+// A caller waiting for the budget that leaves frees its place in the one
+// queue at once: with MaxQueueSize 1, the next caller waits instead of being
+// refused with nobody waiting.
+func TestKeyedQueueLimitFreesALeaversPlaceAtOnce(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 1, MaxQueueSize: 1})
+	h.add("a", Config{})
+	h.add("b", Config{})
+	h.add("c", Config{})
+	a := h.take("a")
+	h.claimLeft("b")
+	h.ev.drain()
+	c := h.takeAsync(context.Background(), "c")
+	h.ev.wait(t, "take", 1) // the loop has decided c's request
+	if s := h.k.Stats(); s.QueueFull != 0 || s.WaitingForBudget != 1 {
+		t.Fatalf("c refused %d times, %d waiting for the budget; want c waiting (nobody else waits)", s.QueueFull, s.WaitingForBudget)
+	}
+	h.giveBack(a)
+	h.giveBack(h.served(c))
+}
+
+// The queue limit counts callers queued for a give-back and callers waiting
+// for the budget together: of two arriving together, the second is refused
+// even while the loop has not yet published the first one's claim.
+func TestKeyedQueueLimitCountsCallersArrivingTogether(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2, MaxQueueSize: 1})
+	h.add("a", Config{MaxObjects: 1})
+	h.add("b", Config{})
+	a, b1 := h.take("a"), h.take("b") // the budget is spent, a is at its own cap
+	held, release := h.holdLoop()
+	defer release()
+	b2 := h.takeAsync(context.Background(), "b") // a claim for the budget
+	<-held                                       // the loop holds b2's claim, unpublished
+	a2 := h.takeAsync(context.Background(), "a") // would queue for a's give-back
+	waitUntil(t, "a's second caller is refused or waits", func() bool {
+		return !pending(a2) || blockedInTake(2) // b2 and a2
+	})
+	if pending(a2) {
+		t.Fatal("a's second caller queued while b's caller waited for the budget: 2 waiting, MaxQueueSize 1")
+	}
+	release()
+	if r := h.result(a2); !errors.Is(r.err, ErrQueueFull) {
+		t.Fatalf("a's second Take = %v with b's caller waiting for the budget; want ErrQueueFull (MaxQueueSize 1)", r.err)
+	}
+	h.giveBack(a)
+	h.giveBack(h.served(b2)) // a's object, yielded
+	h.giveBack(b1)
+}
+
+// A caller whose creation, granted a slot of the budget, failed waits for
+// the next attempt first in line; when the budget is spent again by then,
+// it claims a slot again, and is served.
+func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2})
+	h.add("a", Config{})
+	bf := &fakeFactory{}
+	pb := h.addOf("b", bf, Config{})
+	h.add("c", Config{})
+	a1, b1 := h.take("a"), h.take("b")
+	bf.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
+	w := h.claimWith(deadlineCtx{Context: context.Background(), dl: h.clk.Now().Add(time.Hour)}, "b", 1)
+	h.giveBack(a1) // yielded to b's caller, whose creation fails: it waits for the next attempt
+	waitUntil(t, "b backs off", func() bool { return h.k.Stats().Keys["b"].NextCreateAttempt.After(h.clk.Now()) })
+	c1 := h.take("c") // the failed creation's slot: the budget is spent again
+	bf.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.Move(pb.Config().CreateBackoff.Max)
+	h.ev.wait(t, "retry", 1) // b's caller claims the budget again
+	h.giveBack(c1)           // yielded to it
+	hw := h.served(w)
+	if hw.e.pool != pb {
+		t.Fatal("b's caller got an object of another key")
+	}
+	h.giveBack(hw)
+	h.giveBack(b1)
+}
+
 // A give-back that lands between the loop's eviction scan and its
 // publication of who waits for the budget still reaches the waiting caller
 // at once, not at the next tick.

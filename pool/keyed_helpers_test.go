@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -91,12 +92,35 @@ func (h *keyedHarness) takeAsync(ctx context.Context, key string) chan takeResul
 }
 
 // claim starts a Take of key that waits for the budget, and returns once
-// the loop holds its claim: n callers wait for the budget then.
+// the loop holds its claim and has published it (give-backs from now on
+// see it): n callers wait for the budget then.
 func (h *keyedHarness) claim(key string, n int) chan takeResult {
 	h.t.Helper()
-	ch := h.takeAsync(context.Background(), key)
-	waitUntil(h.t, "a Take waits for the budget", func() bool { return h.k.Stats().WaitingForBudget == n })
+	return h.claimWith(context.Background(), key, n)
+}
+
+// claimWith is claim with the Take's context.
+func (h *keyedHarness) claimWith(ctx context.Context, key string, n int) chan takeResult {
+	h.t.Helper()
+	h.ev.drain()
+	ch := h.takeAsync(ctx, key)
+	h.ev.wait(h.t, "take", 1) // the loop has handled the request and settled
+	if got := h.k.Stats().WaitingForBudget; got != n {
+		h.t.Fatalf("%d callers wait for the budget, want %d", got, n)
+	}
 	return ch
+}
+
+// claimLeft starts a Take of key that waits for the budget, alone, and
+// cancels it; it returns once the Take has returned context.Canceled.
+func (h *keyedHarness) claimLeft(key string) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := h.claimWith(ctx, key, 1)
+	cancel()
+	if r := h.result(ch); !errors.Is(r.err, context.Canceled) {
+		h.t.Fatalf("Take(%q) = %v, want context.Canceled", key, r.err)
+	}
 }
 
 // queued starts a Take of key that queues for a give-back of its key (at
