@@ -28,10 +28,11 @@ import (
 //
 // It is a pool.Keyed with one key per member (see pool.Keyed for the
 // rules): a member that needs a connection while the budget is spent waits
-// in FIFO order with the other members' callers, and gets an idle
+// with the other members' callers (the member holding fewest connections
+// is served first, members holding as many in FIFO order), and gets an idle
 // connection's slot of another member (the least recently used, never
 // below that member's MinIdle) or the next one given back to a member
-// nobody of which waits. A member's Config.Pool.MaxObjects (respool_max_conns)
+// nobody of which waits, or that holds more than one connection more. A member's Config.Pool.MaxObjects (respool_max_conns)
 // caps that member within the budget; its MaxQueueSize, ValidationInterval
 // and Clock are the Group's and must be left zero.
 type Group struct {

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -21,11 +22,14 @@ import (
 // back-pressure's limit) and the budget (the Keyed's MaxObjects across every
 // key) both have one free (actor.budgetFree). A request for a creation that
 // its key could serve but the budget cannot becomes a claim, and claims wait
-// in FIFO order across keys, whatever their key: every slot the budget
-// frees goes to the oldest claim (grant). Callers queued in a key for a
-// give-back (their key was at its own capacity) whose key then has room but
-// the budget none are claimed for too, one claim per caller, served by a
-// slot marker to the key's queue.
+// across keys: every slot the budget frees goes to a claim of the key that
+// holds fewest slots, the oldest of its claims (next, grant), so claims of
+// keys holding as many are served in FIFO order. Callers queued in a key for
+// a give-back (their key was at its own capacity) whose key then has room
+// but the budget none are claimed for too, one claim per caller, served by
+// a slot marker to the key's queue: a key under constant load claims for
+// its callers as soon as it is below its own cap, and its claims, older
+// than those of a key that holds less, must not keep the budget from it.
 //
 // While claims wait and no destruction under way will free a slot for each
 // (need), the budget is found among the other keys:
@@ -38,10 +42,10 @@ import (
 //     (putIdle: a message, never on the fast path otherwise) and is
 //     destroyed as DestroyYielded, if nobody of its key waits for it and the
 //     key keeps its MinIdle, or if its key holds more than one object more
-//     than the key of the oldest claim: so a key under constant load cannot
-//     starve another of the budget, which flows from the key holding most
-//     to the one waiting until they hold about as many (max-min fairness).
-//     Otherwise it goes to its key's waiters, as in a Pool.
+//     than the key of the claim served next: so a key under constant load
+//     cannot starve another of the budget, which flows from the key holding
+//     most to the one waiting until they hold about as many (max-min
+//     fairness). Otherwise it goes to its key's waiters, as in a Pool.
 //
 // The loop publishes whether claims wait unserved (starving) and, per key,
 // whether its give-backs should go to the loop (Pool.yields), so that a
@@ -408,12 +412,28 @@ func (b *budget[T]) purge() {
 	}
 }
 
-// grant gives the budget's free slots to the claims, oldest first.
+// next returns the index of the claim the budget serves next, or -1 if
+// none waits: the oldest claim of the key that holds fewest slots (see the
+// comment at the top).
+func (b *budget[T]) next() int {
+	i := -1
+	for j, c := range b.claims {
+		if i < 0 || c.a.total < b.claims[i].a.total {
+			i = j
+			if c.a.total == 0 {
+				break // none holds fewer
+			}
+		}
+	}
+	return i
+}
+
+// grant gives the budget's free slots to the claims, in their order (next).
 func (b *budget[T]) grant() {
 	for len(b.claims) > 0 && b.total < b.max {
-		c := b.claims[0]
-		b.claims[0] = claim[T]{}
-		b.claims = b.claims[1:]
+		i := b.next()
+		c := b.claims[i]
+		b.claims = slices.Delete(b.claims, i, i+1)
 		a := c.a
 		if c.w == nil {
 			a.claimed--
@@ -543,12 +563,12 @@ func (b *budget[T]) onYield(a *actor[T], e *entry[T]) {
 }
 
 // yieldFrom reports whether an object given back to a's key goes to the
-// oldest claim.
+// claim served next.
 func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 	if b.need() <= 0 {
 		return false
 	}
-	head := b.claims[0].a
+	head := b.claims[b.next()].a
 	if head == a {
 		return false
 	}
@@ -563,8 +583,8 @@ func (b *budget[T]) publish() {
 	need := b.need()
 	b.setStarving(need > 0)
 	var head *actor[T]
-	if len(b.claims) > 0 {
-		head = b.claims[0].a
+	if i := b.next(); i >= 0 {
+		head = b.claims[i].a
 	}
 	for _, a := range b.keys {
 		y := need > 0 && a != head && a.total > head.total+1

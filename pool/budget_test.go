@@ -141,3 +141,49 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 	h.giveBack(r2)
 	h.giveBack(z1)
 }
+
+// A busy key below its own cap, whose queued callers claim the budget too,
+// still lends it to a key that holds none: the slot goes to the key holding
+// fewest, and the busy key's give-backs yield to it until both hold about
+// as many (issue: c got nothing through 50 of a's give-backs).
+func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 4, MaxQueueSize: 10})
+	h.add("a", Config{MaxObjects: 4})
+	h.add("b", Config{})
+	h.add("c", Config{})
+	var as []Handle[*fakeObj]
+	for range 4 {
+		as = append(as, h.take("a"))
+	}
+	aw1 := h.queued("a", 1)
+	aw2 := h.queued("a", 2)
+	b := h.claim("b", 1)
+	h.giveBack(as[0]) // a 4, b 0: to b
+	hb := h.served(b)
+	h.destroyed("a", DestroyYielded, 1)
+	// a holds 3, below its cap: its queued callers claim the budget too,
+	// before c's caller comes.
+	waitUntil(t, "a's queued callers claim the budget", func() bool { return h.k.Pool("a").Stats().Total == 3 })
+	c := h.claim("c", 1)
+
+	h.giveBack(as[1]) // a 3, c 0: to c, although a's callers wait and claimed first
+	hc := h.served(c)
+	h.destroyed("a", DestroyYielded, 2)
+	if !pending(aw1) || !pending(aw2) {
+		t.Fatal("a's queued caller got the object that went to c")
+	}
+	h.giveBack(as[2]) // a 2, c 1: a's own
+	ha1 := h.served(aw1)
+	s := h.k.Stats()
+	if s.Keys["a"].Total != 2 || s.Keys["b"].Total != 1 || s.Keys["c"].Total != 1 || s.Keys["a"].Destroyed(DestroyYielded) != 2 {
+		t.Fatalf("a %d, b %d, c %d, a yielded %d; want 2, 1, 1, 2", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["c"].Total, s.Keys["a"].Destroyed(DestroyYielded))
+	}
+	h.giveBack(as[3])
+	h.giveBack(h.served(aw2))
+	for _, hd := range []Handle[*fakeObj]{ha1, hb, hc} {
+		h.giveBack(hd)
+	}
+	if m := h.f.maxLive.Load(); m > 4 {
+		t.Fatalf("%d objects alive at once, budget 4", m)
+	}
+}

@@ -79,8 +79,10 @@ var ErrKeyExists = errors.New("pool: key exists")
 // serve them all.
 //
 // When a key could create an object but the budget is spent, its caller
-// waits in FIFO order with the callers of every other key in that state,
-// and the budget is found for the oldest:
+// waits with the callers of every other key in that state: each slot of the
+// budget goes first to the key that holds fewest objects, and among keys
+// that hold as many to the caller that has waited longest. The budget is
+// found for them:
 //
 //   - an idle object of another key that nobody of that key waits for is
 //     destroyed, the least recently used first (to the resolution of the
