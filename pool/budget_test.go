@@ -187,3 +187,37 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 		t.Fatalf("%d objects alive at once, budget 4", m)
 	}
 }
+
+// A key closed while a creation of its own runs keeps the slot until the
+// creation returns and what it made is destroyed: another key's caller
+// waits for it meanwhile, and the budget is never exceeded (a Group whose
+// members closed every few ms exceeded MaxConns).
+func TestKeyedKeyClosedWithACreationInFlightKeepsItsSlot(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 1})
+	pa := h.add("a", Config{})
+	h.add("b", Config{})
+	gate := make(chan struct{})
+	h.f.set(func(f *fakeFactory) { f.gate, f.deafToCtx = gate, true }) // a's creation makes its object whatever its context says
+	a := h.takeAsync(context.Background(), "a")
+	waitUntil(t, "a's creation runs", func() bool { return h.f.attempts.Load() == 1 })
+	h.f.set(func(f *fakeFactory) { f.gate = nil }) // the next creations make theirs at once
+	h.ev.drain()
+	pa.StartClose()
+	if r := h.result(a); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("a's Take = %v, want ErrClosed", r.err)
+	}
+	h.ev.wait(t, "created", 1) // the loop has given up on a's creation
+	b := h.takeAsync(context.Background(), "b")
+	waitUntil(t, "b is served or waits for the budget", func() bool { return !pending(b) || h.k.Stats().WaitingForBudget == 1 })
+	if !pending(b) {
+		t.Fatal("b's object was made while a's creation, given up on at a's Close, still ran: budget 1")
+	}
+	close(gate) // a's object arrives, and is destroyed
+	h.giveBack(h.served(b))
+	if m := h.f.maxLive.Load(); m != 1 {
+		t.Fatalf("%d objects alive at once, budget 1", m)
+	}
+	if s := h.k.Stats(); s.Destroyed(DestroyClosed) != 1 || s.Keys["b"].Creates != 1 {
+		t.Fatalf("destroyed %v, b created %d; want a's late object destroyed (its key closed), b's made", s.Destroys, s.Keys["b"].Creates)
+	}
+}
