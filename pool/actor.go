@@ -66,9 +66,10 @@ type actor[T any] struct {
 	lateCreates, lateTests int
 
 	// In a Keyed: the claims for a slot of the budget made for the key's
-	// queued callers, and the budget's scratch count of those to drop (see
-	// budget.go).
+	// queued callers, and the budget's scratch count of those to drop;
+	// whether a TryTake's claim waits (see budget.go).
 	claimed, excessClaims int
+	tryClaimed            bool
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -192,7 +193,13 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 		return
 	}
 	if w == nil && !slot { // TryTake: one object on its way, or one idle, is enough
-		if a.anon > 0 || p.idleCount() > 0 || !a.canCreate() {
+		if a.anon > 0 || p.idleCount() > 0 {
+			return
+		}
+		if !a.canCreate() {
+			if b := p.keyed; b != nil && a.mayCreate() { // only the budget is spent
+				b.tryClaim(a)
+			}
 			return
 		}
 		slot = true
@@ -264,8 +271,20 @@ func (a *actor[T]) startCreates() {
 
 // canCreate reports whether a slot is free and a creation for nobody in
 // particular may start now (callers waiting for the gate come first).
-func (a *actor[T]) canCreate() bool {
-	return a.mayStart() && a.total < a.capacity() && a.budgetFree() && !(a.gate.failing && len(a.pending) > 0)
+func (a *actor[T]) canCreate() bool { return a.mayCreate() && a.budgetFree() }
+
+// mayCreate is canCreate but for a Keyed's budget.
+func (a *actor[T]) mayCreate() bool {
+	return a.mayStart() && a.total < a.capacity() && !(a.gate.failing && len(a.pending) > 0)
+}
+
+// createForNobody takes a slot and creates an object for nobody in
+// particular with it (a TryTake's claim granted).
+func (a *actor[T]) createForNobody() {
+	a.setTotal(a.total + 1)
+	a.anon++
+	a.pending = append(a.pending, request[T]{reserved: true})
+	a.startCreates()
 }
 
 // budgetFree reports whether the budget of the Keyed the pool is a key of

@@ -63,8 +63,10 @@ import (
 type claim[T any] struct {
 	a *actor[T]
 	// w is the caller whose creation waits for the budget; nil: a slot for
-	// one of a's queued callers.
-	w *waiter[T]
+	// one of a's queued callers, or, with try, for a creation that a
+	// TryTake of a's key asked for (see tryClaim).
+	w   *waiter[T]
+	try bool
 }
 
 // budget is what the keys of a Keyed share, and the loop that runs their
@@ -98,6 +100,7 @@ type budget[T any] struct {
 	registered   int64 // keys whose msgAddKey has arrived
 	total        int   // slots taken by every key
 	claims       []claim[T]
+	tries        int  // claims with try
 	freed        bool // a slot was freed since the last settle: refill every key
 	gatesChanged bool // a key's gate was held or released: arm gateTimer again
 	gateTimer    Timer
@@ -239,7 +242,10 @@ func (b *budget[T]) startCloses() {
 func (b *budget[T]) finishKeys() {
 	kept := b.keys[:0]
 	for _, a := range b.keys {
-		if !a.closing || a.total > 0 {
+		// A key is let go of once closed, its last slot free and its last
+		// caller gone (lastLeft), so that nothing counts in its Stats after
+		// they are retired.
+		if !a.closing || a.total > 0 || a.p.waiting.Load() > 0 {
 			kept = append(kept, a)
 			continue
 		}
@@ -350,6 +356,28 @@ func (b *budget[T]) unclaim(w *waiter[T]) {
 	}
 }
 
+// tryClaim claims a slot for a creation for nobody in particular, asked for
+// by a TryTake of a's key that found nothing idle while the budget is spent,
+// as Pool.TryTake starts one below MaxObjects: so that a later TryTake
+// finds an object. It is served after the callers' claims, by free slots
+// and by evicting other keys' idle objects, never by give-backs (nobody
+// waits for it), and dropped once the key has an object idle or on its way.
+// A key has one at a time; it does not count against MaxQueueSize.
+func (b *budget[T]) tryClaim(a *actor[T]) {
+	if !a.tryClaimed {
+		a.tryClaimed = true
+		b.tries++
+		b.claims = append(b.claims, claim[T]{a: a, try: true})
+	}
+}
+
+// wantsTry reports whether a TryTake's claim of a's key is still wanted:
+// nothing idle or on its way, and a creation could start but for the
+// budget.
+func (a *actor[T]) wantsTry() bool {
+	return a.anon == 0 && a.p.idleCount() == 0 && a.mayCreate()
+}
+
 // unserved is how many of a's queued callers may have a slot of the
 // budget: none while the key is at its own capacity (they wait for its
 // give-backs), else those not offered one yet.
@@ -378,6 +406,14 @@ func (b *budget[T]) purge() {
 		a.excessClaims = max(0, a.claimed-a.unserved())
 	}
 	drop := func(c claim[T]) bool {
+		if c.try {
+			if c.a.wantsTry() {
+				return false
+			}
+			c.a.tryClaimed = false
+			b.tries--
+			return true
+		}
 		if c.w == nil {
 			if c.a.excessClaims == 0 {
 				return false
@@ -412,12 +448,15 @@ func (b *budget[T]) purge() {
 	}
 }
 
-// next returns the index of the claim the budget serves next, or -1 if
-// none waits: the oldest claim of the key that holds fewest slots (see the
-// comment at the top).
+// next returns the index of the claim for callers the budget serves next,
+// or -1 if none waits: the oldest claim of the key that holds fewest slots
+// (see the comment at the top). TryTake's claims come after.
 func (b *budget[T]) next() int {
 	i := -1
 	for j, c := range b.claims {
+		if c.try {
+			continue
+		}
 		if i < 0 || c.a.total < b.claims[i].a.total {
 			i = j
 			if c.a.total == 0 {
@@ -428,13 +467,25 @@ func (b *budget[T]) next() int {
 	return i
 }
 
-// grant gives the budget's free slots to the claims, in their order (next).
+// grant gives the budget's free slots to the claims, in their order (next),
+// then to TryTake's, oldest first.
 func (b *budget[T]) grant() {
 	for len(b.claims) > 0 && b.total < b.max {
 		i := b.next()
+		if i < 0 {
+			i = slices.IndexFunc(b.claims, func(c claim[T]) bool { return c.try })
+		}
 		c := b.claims[i]
 		b.claims = slices.Delete(b.claims, i, i+1)
 		a := c.a
+		if c.try {
+			b.tries--
+			a.tryClaimed = false
+			if a.wantsTry() {
+				a.createForNobody()
+			}
+			continue
+		}
 		if c.w == nil {
 			a.claimed--
 			if a.unserved() > 0 {
@@ -458,8 +509,8 @@ func (b *budget[T]) grant() {
 	}
 }
 
-// need is how many claims no destruction under way will serve.
-func (b *budget[T]) need() int {
+// needAll is how many claims no destruction under way will serve.
+func (b *budget[T]) needAll() int {
 	n := len(b.claims)
 	for _, a := range b.keys {
 		n -= int(a.p.destroying.Load())
@@ -467,10 +518,14 @@ func (b *budget[T]) need() int {
 	return n
 }
 
+// need is how many claims for callers no destruction under way will serve
+// (the destructions serve them first).
+func (b *budget[T]) need() int { return b.needAll() - b.tries }
+
 // evict destroys idle objects of other keys, least recently used first,
 // for the claims no destruction under way will serve.
 func (b *budget[T]) evict() {
-	for b.need() > 0 {
+	for b.needAll() > 0 {
 		e, a := b.leastRecentlyUsed()
 		if e == nil {
 			return
@@ -613,6 +668,17 @@ func (b *budget[T]) idled(p *Pool[T]) {
 	if b.starving.Load() && p.waiting.Load() == 0 {
 		p.poke()
 	}
+}
+
+// lastLeft is called by the last caller to stop waiting in p's key: a
+// closed key is let go of only once nobody waits in it (finishKeys), and
+// the loop is poked to look again; otherwise see idled.
+func (b *budget[T]) lastLeft(p *Pool[T]) {
+	if p.closed.Load() {
+		p.poke()
+		return
+	}
+	b.idled(p)
 }
 
 // armGates sets the one timer of every key's creation gate to the earliest

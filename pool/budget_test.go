@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -219,5 +220,78 @@ func TestKeyedKeyClosedWithACreationInFlightKeepsItsSlot(t *testing.T) {
 	}
 	if s := h.k.Stats(); s.Destroyed(DestroyClosed) != 1 || s.Keys["b"].Creates != 1 {
 		t.Fatalf("destroyed %v, b created %d; want a's late object destroyed (its key closed), b's made", s.Destroys, s.Keys["b"].Creates)
+	}
+}
+
+// A Keyed's Stats keep what its closed keys counted, and nothing of their
+// state: not the callers that waited in them, not their failures in a row
+// or next attempt.
+func TestKeyedStatsKeepOnlyTheCountsOfClosedKeys(t *testing.T) {
+	const keys = 20
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2, MaxQueueSize: 100})
+	failing := &fakeFactory{}
+	failing.createErr = errors.New("connection refused")
+	down := h.addOf("down", failing, Config{})
+	if _, err := h.k.Take(context.Background(), "down"); err == nil {
+		t.Fatal("Take of a key whose creations fail succeeded")
+	}
+	waitUntil(t, "down backs off", func() bool { return h.k.Stats().NextCreateAttempt.After(h.clk.Now()) })
+	h.add("busy", Config{})
+	b1, b2 := h.take("busy"), h.take("busy") // the budget is spent
+	var pools []*Pool[*fakeObj]
+	var waiters []chan takeResult
+	for i := range keys {
+		key := fmt.Sprintf("k%d", i)
+		pools = append(pools, h.add(key, Config{}))
+		waiters = append(waiters, h.claim(key, i+1))
+	}
+	down.StartClose()
+	for _, p := range pools {
+		p.StartClose()
+	}
+	for _, w := range waiters {
+		if r := h.result(w); !errors.Is(r.err, ErrClosed) {
+			t.Fatalf("a closed key's waiting Take = %v, want ErrClosed", r.err)
+		}
+	}
+	waitUntil(t, "the closed keys are retired", func() bool {
+		h.k.statsMu.Lock()
+		defer h.k.statsMu.Unlock()
+		return len(h.k.pools) == 1
+	})
+	s := h.k.Stats()
+	if s.Waiting != 0 || s.WaitingForBudget != 0 || s.Total != 2 || s.InUse != 2 {
+		t.Fatalf("waiting %d, for the budget %d, total %d, in use %d; want busy's 2 in use, nobody waiting", s.Waiting, s.WaitingForBudget, s.Total, s.InUse)
+	}
+	if s.CreateFailuresInARow != 0 || !s.NextCreateAttempt.IsZero() {
+		t.Fatalf("failures in a row %d, next attempt %v; want none: the failing key is closed", s.CreateFailuresInARow, s.NextCreateAttempt)
+	}
+	if s.CreateFailures != 1 || s.Creates != 2 || s.Takes != 2 {
+		t.Fatalf("create failures %d, creates %d, takes %d; want the closed keys' counts kept: 1, 2, 2", s.CreateFailures, s.Creates, s.Takes)
+	}
+	h.giveBack(b1)
+	h.giveBack(b2)
+}
+
+// TryTake of a key with nothing idle, while other keys' idle objects hold
+// the budget, has the least recently used of them destroyed for a creation
+// of its own, as Pool.TryTake creates below MaxObjects: a later TryTake
+// succeeds.
+func TestKeyedTryTakeMakesRoomFromAnotherKeysIdleObjects(t *testing.T) {
+	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 1})
+	h.add("a", Config{})
+	h.add("b", Config{})
+	h.giveBack(h.take("a")) // a's idle object holds the budget
+	if _, err := h.k.TryTake("b"); !errors.Is(err, ErrNoIdleObject) {
+		t.Fatalf("TryTake = %v, want ErrNoIdleObject", err)
+	}
+	waitUntil(t, "b has an idle object", func() bool { return h.k.Stats().Keys["b"].Idle == 1 })
+	hd, err := h.k.TryTake("b")
+	if err != nil {
+		t.Fatalf("TryTake once b has an idle object = %v", err)
+	}
+	h.giveBack(hd)
+	if s := h.k.Stats(); s.Keys["a"].Destroyed(DestroyEvicted) != 1 || h.f.maxLive.Load() != 1 {
+		t.Fatalf("a evicted %d, %d alive at once; want a's idle object evicted, budget 1", s.Keys["a"].Destroyed(DestroyEvicted), h.f.maxLive.Load())
 	}
 }

@@ -499,7 +499,7 @@ func (t *taker[T]) leave() {
 // on if others wait.
 func (p *Pool[T]) stopWaiting() {
 	if p.waiting.Add(-1) == 0 && p.keyed != nil {
-		p.keyed.idled(p)
+		p.keyed.lastLeft(p)
 	}
 	p.wakeIfNeeded()
 }
