@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,10 +28,11 @@ import (
 //
 // It is a pool.Keyed with one key per member (see pool.Keyed for the
 // rules): a member that needs a connection while the budget is spent waits
-// in FIFO order with the other members' callers, and gets an idle
+// with the other members' callers (the member holding fewest connections
+// is served first, members holding as many in FIFO order), and gets an idle
 // connection's slot of another member (the least recently used, never
 // below that member's MinIdle) or the next one given back to a member
-// nobody of which waits. A member's Config.Pool.MaxObjects (respool_max_conns)
+// nobody of which waits, or that holds more than one connection more. A member's Config.Pool.MaxObjects (respool_max_conns)
 // caps that member within the budget; its MaxQueueSize, ValidationInterval
 // and Clock are the Group's and must be left zero.
 type Group struct {
@@ -120,18 +123,21 @@ func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
 // name in quotes: not its fields, which change while it is in use.
 func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }
 
-// Close closes every member: their Connectors leave Connectors at once (and
-// their pause timers stop), new takes fail with pool.ErrClosed, idle
-// connections are closed and those in use as they come back. It waits until every connection is closed, and
-// returns nil then, or ctx's error, wrapped with how many remain, if ctx
-// ends first. The members' *sql.DBs are the caller's to close.
+// Close closes every member: their Connectors leave Connectors and Lookup
+// together, in one step (and their pause timers stop), new takes fail with
+// pool.ErrClosed, idle connections are closed and those in use as they come
+// back. It waits until every connection is closed, and returns nil then, or
+// ctx's error, wrapped with how many remain, if ctx ends first. The
+// members' *sql.DBs are the caller's to close.
 func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
-	g.k.StartClose()
-	for _, c := range g.members {
-		c.retire()
-	}
+	members := slices.Collect(maps.Values(g.members))
 	clear(g.members)
+	unregister(members...)
+	g.k.StartClose()
+	for _, c := range members {
+		c.retire() // out of the registry already: its guard stops
+	}
 	g.mu.Unlock()
 	return g.k.Close(ctx)
 }

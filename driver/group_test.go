@@ -3,8 +3,12 @@ package driver
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,6 +223,133 @@ func TestGroupClose(t *testing.T) {
 	}
 	if s := g.Stats(); s.Total != 0 || fcP.made() != 1 || !fcP.conn(t, 1).closed.Load() {
 		t.Fatalf("after Close: total %d, primary made %d; want 0, 1 and closed", s.Total, fcP.made())
+	}
+}
+
+// lateConnector is a driver.Connector whose Connect, until gate is closed,
+// returns only after its context has ended and gate has been closed: a
+// connection attempt that outlives the pool's bound (a dial, a TLS or
+// startup exchange that notices the cancellation late). inFlight counts the
+// Connects under way.
+type lateConnector struct {
+	*faultConnector
+	gate     chan struct{}
+	inFlight atomic.Int32
+}
+
+func (lc *lateConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	lc.inFlight.Add(1)
+	defer lc.inFlight.Add(-1)
+	select {
+	case <-lc.gate:
+		return lc.faultConnector.Connect(ctx)
+	case <-ctx.Done():
+	}
+	<-lc.gate
+	return nil, ctx.Err()
+}
+
+// A member's connection attempt given up on at its CreateTimeout keeps its
+// slot of the budget until it returns: no other member connects meanwhile,
+// so connections being opened and open never exceed MaxConns.
+func TestGroupKeepsTheSlotOfAConnectionAttemptGivenUpOn(t *testing.T) {
+	m := newMock(t)
+	g := newTestGroup(t, GroupConfig{MaxConns: 1})
+	lc := &lateConnector{faultConnector: &faultConnector{m: m}, gate: make(chan struct{})}
+	var once sync.Once
+	openGate := func() { once.Do(func() { close(lc.gate) }) }
+	t.Cleanup(openGate)
+	a, err := g.Connector("a", Config{Connector: lc, Pool: pool.Config{CreateTimeout: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcB := &faultConnector{m: m}
+	_, b := member(t, g, "b", fcB)
+	if _, err := a.Connect(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a's Connect = %v, want its CreateTimeout's deadline", err)
+	}
+	if n := lc.inFlight.Load(); n != 1 {
+		t.Fatalf("%d of a's connection attempts under way, want the one given up on", n)
+	}
+	got := make(chan error, 1)
+	go func() {
+		c, err := b.Connect(context.Background())
+		if err == nil {
+			err = c.Close()
+		}
+		got <- err
+	}()
+	waitGroupStats(t, g, func(s pool.KeyedStats[string]) bool { return s.WaitingForBudget == 1 || fcB.made() > 0 })
+	if n := fcB.made(); n != 0 {
+		t.Fatalf("b connected while a's connection attempt, given up on, still ran: %d connections for MaxConns 1", 1+n)
+	}
+	openGate() // a's attempt ends: its slot goes to b
+	if err := <-got; err != nil {
+		t.Fatalf("b's Connect: %v", err)
+	}
+	if n := fcB.made(); n != 1 {
+		t.Fatalf("b made %d connections, want 1", n)
+	}
+}
+
+// Group.Close takes every member out of Connectors in one step: a reader
+// of the registry sees all of them or none, never some (TestGroupClose read
+// it between two members' retirements and failed under load).
+func TestGroupCloseLeavesConnectorsInOneStep(t *testing.T) {
+	m := newMock(t)
+	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const members = 500
+	mine := make(map[*Connector]bool, members)
+	for i := range members {
+		c, err := g.Connector(fmt.Sprintf("m%d", i), Config{Connector: &faultConnector{m: m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine[c] = true
+	}
+	// Readers snapshot the registry while Close runs; partial keeps the
+	// count of a snapshot that held some of the members but not all.
+	var partial atomic.Int64
+	stop := make(chan struct{})
+	var started, wg sync.WaitGroup
+	for range 4 {
+		started.Add(1)
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				n := 0
+				for _, c := range Connectors() {
+					if mine[c] {
+						n++
+					}
+				}
+				if n != 0 && n != members {
+					partial.Store(int64(n))
+				}
+				if i == 0 {
+					started.Done()
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	started.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	err = g.Close(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Group.Close: %v", err)
+	}
+	if n := partial.Load(); n != 0 {
+		t.Fatalf("a reader of Connectors saw %d of the %d members while Group.Close ran; want all or none", n, members)
 	}
 }
 

@@ -201,7 +201,9 @@ func TestAfterReleaseMayDiscardAConnection(t *testing.T) {
 			m.expectInt("SELECT 2", 2)
 			var calls hookCalls
 			release := make(chan struct{})
-			defer close(release)
+			var once sync.Once
+			releaseHook := func() { once.Do(func() { close(release) }) }
+			defer releaseHook()
 			fc := &faultConnector{m: m}
 			db, c := openDB(t, Config{Connector: fc,
 				Pool: pool.Config{MaxObjects: 1, TestTimeout: 20 * time.Millisecond},
@@ -213,17 +215,39 @@ func TestAfterReleaseMayDiscardAConnection(t *testing.T) {
 					if how == "error" {
 						return errors.New("DISCARD ALL failed")
 					}
-					<-release // deaf to its context
-					return nil
+					<-ctx.Done() // past TestTimeout: the pool gives up on it
+					<-release    // and it runs on
+					return ctx.Err()
 				},
 			})
 			ctx := context.Background()
 			if _, err := queryInt(ctx, db, "SELECT 1"); err != nil {
 				t.Fatal(err)
 			}
-			waitStats(t, c, func(s pool.Stats) bool { return s.Total == 0 })
-			if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
-				t.Fatalf("query after the discard = %d, %v", n, err)
+			if how == "past TestTimeout" {
+				// Connection 1 is open until the hook returns: it keeps its
+				// slot (MaxObjects 1), and the next query waits for it.
+				type result struct {
+					n   int
+					err error
+				}
+				got := make(chan result, 1)
+				go func() {
+					n, err := queryInt(ctx, db, "SELECT 2")
+					got <- result{n, err}
+				}()
+				if s := waitStats(t, c, func(s pool.Stats) bool { return s.Waiting == 1 }); s.Waiting != 1 || s.Total != 1 || fc.made() != 1 {
+					t.Fatalf("stats %+v, %d connections made; want the next query waiting for connection 1's slot", s, fc.made())
+				}
+				releaseHook()
+				if r := <-got; r.err != nil || r.n != 2 {
+					t.Fatalf("query after the discard = %d, %v", r.n, r.err)
+				}
+			} else {
+				waitStats(t, c, func(s pool.Stats) bool { return s.Total == 0 })
+				if n, err := queryInt(ctx, db, "SELECT 2"); err != nil || n != 2 {
+					t.Fatalf("query after the discard = %d, %v", n, err)
+				}
 			}
 			if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
 				t.Errorf("connections serving each query %v; want %v", got, want)

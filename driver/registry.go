@@ -19,12 +19,11 @@ func register(c *Connector) {
 	registry.mu.Unlock()
 }
 
-// unregister removes c; removing it again does nothing.
-func unregister(c *Connector) {
+// unregister removes cs in one step: a reader of the registry sees all of
+// them or none. Removing one again does nothing.
+func unregister(cs ...*Connector) {
 	registry.mu.Lock()
-	if i := slices.Index(registry.open, c); i >= 0 {
-		registry.open = slices.Delete(registry.open, i, i+1)
-	}
+	registry.open = slices.DeleteFunc(registry.open, func(c *Connector) bool { return slices.Contains(cs, c) })
 	registry.mu.Unlock()
 }
 

@@ -16,7 +16,9 @@ type Factory[T any] interface {
 	// such as MinIdle's), the pool's CreateTimeout as its deadline, and is
 	// cancelled when the pool closes; it is not cancelled when that caller
 	// goes away: the object then serves the next one. The pool enforces the
-	// timeout itself, and destroys an object returned after it.
+	// timeout itself, and destroys an object returned after it; the
+	// object's slot stays taken until then, so that the pool's MaxObjects
+	// bounds the objects that exist.
 	Create(ctx context.Context) (T, error)
 	// Validate reports, quickly and without I/O, whether obj is still usable.
 	// A non-nil error means the object is destroyed.
@@ -24,8 +26,8 @@ type Factory[T any] interface {
 	// Test checks obj thoroughly (for example a ping), bounded by ctx, which
 	// carries the pool's TestTimeout and is cancelled when the pool closes. A
 	// non-nil error means the object is destroyed; so does a Test that
-	// outlives its timeout (the pool frees the slot at the timeout and
-	// destroys the object when Test returns).
+	// outlives its timeout (the pool gives up on it at the timeout and
+	// destroys the object when Test returns, keeping its slot until then).
 	Test(ctx context.Context, obj T) error
 	// Destroy releases obj. Its error is logged, never returned to a caller.
 	Destroy(obj T) error

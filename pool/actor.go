@@ -14,10 +14,11 @@ const (
 	msgCreated                  // a creation ended (obj or err)
 	msgTested                   // an idle object's Test ended (e, err)
 	msgDestroyed                // an object has been destroyed (e)
-	msgAbandoned                // a hook on e outlived its bound: forget e, free its slot
+	msgAbandoned                // a hook on e outlived its bound: forget e, keep its slot until msgLate
 	msgGC                       // a garbage collection ended: watch the leases out
 	msgYield                    // a Keyed's key gives e back while other keys' callers wait for the budget (see budget.go)
 	msgAddKey                   // a Keyed's key p joins its budget
+	msgLate                     // a call given up on (creation, test of e, hook on e) has ended, its object destroyed: free its slot
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -31,7 +32,7 @@ type message[T any] struct {
 	kind      msgKind
 	p         *Pool[T] // the sender's pool (see Pool.send); a Keyed's actor routes by it
 	slot      bool     // msgTake: the sender brings a slot marker
-	abandoned bool     // msgTested: the Test outlived its bound and still runs
+	abandoned bool     // msgCreated, msgTested: the call outlived its bound and still runs (msgLate follows)
 	epoch     uint64   // msgCreated: the gate's epoch when the creation started
 	w         *waiter[T]
 	e         *entry[T]
@@ -60,10 +61,15 @@ type actor[T any] struct {
 	closing    bool
 	needRefill bool // an event freed a slot or an idle object: refill to MinIdle
 
+	// Calls given up on at their bound that still run, each holding its
+	// slot until it ends (msgLate): creations, and tests and hooks.
+	lateCreates, lateTests int
+
 	// In a Keyed: the claims for a slot of the budget made for the key's
-	// queued callers, and the budget's scratch count of those to drop (see
-	// budget.go).
+	// queued callers, and the budget's scratch count of those to drop;
+	// whether a TryTake's claim waits (see budget.go).
 	claimed, excessClaims int
+	tryClaimed            bool
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -136,7 +142,7 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgPoke:
 		return "poke"
 	case msgCreated:
-		a.onCreated(m.w, m.obj, m.err, m.epoch)
+		a.onCreated(m.w, m.obj, m.err, m.epoch, m.abandoned)
 		return "created"
 	case msgTested:
 		a.onTested(m.e, m.err, m.abandoned)
@@ -145,8 +151,11 @@ func (a *actor[T]) handle(m message[T]) string {
 		a.onDestroyed(m.e)
 		return "destroyed"
 	case msgAbandoned:
-		a.forget(m.e)
+		a.abandon(m.e)
 		return "abandoned"
+	case msgLate:
+		a.onLate(m.e)
+		return "late"
 	case msgGC:
 		a.watchLeases()
 		return "gc"
@@ -184,7 +193,13 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 		return
 	}
 	if w == nil && !slot { // TryTake: one object on its way, or one idle, is enough
-		if a.anon > 0 || p.idleCount() > 0 || !a.canCreate() {
+		if a.anon > 0 || p.idleCount() > 0 {
+			return
+		}
+		if !a.canCreate() {
+			if b := p.keyed; b != nil && a.mayCreate() { // only the budget is spent
+				b.tryClaim(a)
+			}
 			return
 		}
 		slot = true
@@ -256,8 +271,20 @@ func (a *actor[T]) startCreates() {
 
 // canCreate reports whether a slot is free and a creation for nobody in
 // particular may start now (callers waiting for the gate come first).
-func (a *actor[T]) canCreate() bool {
-	return a.mayStart() && a.total < a.capacity() && a.budgetFree() && !(a.gate.failing && len(a.pending) > 0)
+func (a *actor[T]) canCreate() bool { return a.mayCreate() && a.budgetFree() }
+
+// mayCreate is canCreate but for a Keyed's budget.
+func (a *actor[T]) mayCreate() bool {
+	return a.mayStart() && a.total < a.capacity() && !(a.gate.failing && len(a.pending) > 0)
+}
+
+// createForNobody takes a slot and creates an object for nobody in
+// particular with it (a TryTake's claim granted).
+func (a *actor[T]) createForNobody() {
+	a.setTotal(a.total + 1)
+	a.anon++
+	a.pending = append(a.pending, request[T]{reserved: true})
+	a.startCreates()
 }
 
 // budgetFree reports whether the budget of the Keyed the pool is a key of
@@ -306,7 +333,7 @@ func (a *actor[T]) offerSlot() {
 func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
 	a.creating++
-	p.creating.Store(int64(a.creating))
+	a.publishBusy()
 	epoch := a.gate.epoch
 	parent := context.Background()
 	if w != nil && w.ctx != nil {
@@ -330,25 +357,34 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			if errBound != nil {
 				r.err = errBound
 			}
-			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch})
+			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, abandoned: errBound != nil})
 		},
 		func(r result) {
 			if r.err == nil {
 				p.destroyLate(r.obj, DestroyLate)
 			}
+			p.lateEnded(nil)
 		})
 }
 
-func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64) {
+// onCreated handles the end of a creation for w (nil: for nobody). With
+// abandoned, the creation was given up on at its bound and still runs: it
+// keeps its slot until it ends (msgLate).
+func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, abandoned bool) {
 	p := a.p
 	a.creating--
-	p.creating.Store(int64(a.creating))
+	if abandoned {
+		a.lateCreates++
+	}
+	a.publishBusy()
 	if w == nil {
 		a.anon--
 	}
 	defer a.startCreates()
 	if err != nil {
-		a.freeSlot()
+		if !abandoned {
+			a.freeSlot()
+		}
 		if a.closing {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
@@ -377,10 +413,10 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64) {
 
 func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	a.testing--
-	a.p.testing.Store(int64(a.testing))
+	a.publishBusy()
 	switch {
 	case abandoned: // Test still runs: its goroutine destroys the object
-		a.forget(e)
+		a.abandon(e)
 	case a.closing:
 		a.p.destroy(e, DestroyClosed)
 	case err != nil:
@@ -390,11 +426,31 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	}
 }
 
-// forget drops e, whose object a goroutine the pool gave up on will
-// destroy, and frees its slot.
-func (a *actor[T]) forget(e *entry[T]) {
+// abandon drops e, whose object the goroutine of a test or hook the pool
+// gave up on will destroy; e's slot stays taken until then (onLate).
+func (a *actor[T]) abandon(e *entry[T]) {
 	delete(a.all, e)
+	a.lateTests++
+	a.publishBusy()
+}
+
+// onLate frees the slot of a call given up on that has ended, its object
+// destroyed: a test or hook on e, or a creation when e is nil.
+func (a *actor[T]) onLate(e *entry[T]) {
+	if e == nil {
+		a.lateCreates--
+	} else {
+		a.lateTests--
+	}
+	a.publishBusy()
 	a.freeSlot()
+}
+
+// publishBusy stores the creations and tests under way for Stats, those
+// given up on included: their objects exist, or may.
+func (a *actor[T]) publishBusy() {
+	a.p.creating.Store(int64(a.creating + a.lateCreates))
+	a.p.testing.Store(int64(a.testing + a.lateTests))
 }
 
 func (a *actor[T]) onDestroyed(e *entry[T]) {
@@ -483,12 +539,12 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 
 // startTest tests e, which the actor has taken out of idle so that nobody
 // can take it meanwhile. The pool bounds the Test by TestTimeout and Close
-// itself: past them the slot is freed at once and the object destroyed when
-// Test returns (see goBounded).
+// itself: past them it gives up on the object, which is destroyed when Test
+// returns; its slot is freed then (see goBounded).
 func (a *actor[T]) startTest(e *entry[T]) {
 	p := a.p
 	a.testing++
-	p.testing.Store(int64(a.testing))
+	a.publishBusy()
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "test",
 		func(ctx context.Context) error {
 			err := p.factory.Test(ctx, e.obj)
@@ -504,7 +560,10 @@ func (a *actor[T]) startTest(e *entry[T]) {
 			}
 			p.send(message[T]{kind: msgTested, e: e, err: err})
 		},
-		func(error) { p.destroyLate(e.obj, DestroyTestFailed) })
+		func(error) {
+			p.destroyLate(e.obj, DestroyTestFailed)
+			p.lateEnded(e)
+		})
 }
 
 // reportHeld reports, once per lease, each object held past HoldThreshold.

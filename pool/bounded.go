@@ -13,23 +13,30 @@ import (
 // called exactly once, with fn's result if fn returns in time, or else, as
 // soon as the bound ends, with a zero R and the error that ended it
 // (errBound: a deadline, or ErrClosed); late then receives fn's result when
-// fn finally returns, and must dispose of it.
+// fn finally returns, after report has returned, and must dispose of it.
 //
-// report runs while the pool still counts the goroutine (wg), so it may send
-// to the actor; late runs after, so it must not.
+// The caller waiting for fn is answered at the bound, but what fn works on
+// (an object being created or tested) exists until fn returns: its slot
+// stays taken until then, so that MaxObjects bounds the objects that exist,
+// those of calls given up on included. late therefore ends by telling the
+// actor (msgLate) that the slot is free. Both report and late run while the
+// pool counts the goroutine (wg), so both may send to the actor; the actor
+// runs until every slot is free, so it is there to receive.
 func goBounded[T, R any](p *Pool[T], parent context.Context, timeout time.Duration, what string,
 	fn func(ctx context.Context) R, report func(r R, errBound error), late func(r R)) {
 	p.wg.Add(1)
 	go func() {
+		defer p.wg.Done()
 		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		stopClose := context.AfterFunc(p.baseCtx, cancel)
-		var settled atomic.Bool // set by whoever reports
+		var settled atomic.Bool         // set by whoever reports
+		reported := make(chan struct{}) // closed once the bound's report has returned
 		stopBound := context.AfterFunc(ctx, func() {
 			if settled.CompareAndSwap(false, true) {
 				var zero R
 				report(zero, boundError(p, ctx, what, timeout))
-				p.wg.Done()
+				close(reported)
 			}
 		})
 		r := fn(ctx)
@@ -37,9 +44,9 @@ func goBounded[T, R any](p *Pool[T], parent context.Context, timeout time.Durati
 		stopClose()
 		if settled.CompareAndSwap(false, true) {
 			report(r, nil)
-			p.wg.Done()
 			return
 		}
+		<-reported // the actor hears of the bound before it hears of the end
 		late(r)
 	}()
 }
@@ -52,11 +59,17 @@ func boundError[T any](p *Pool[T], ctx context.Context, what string, timeout tim
 	return fmt.Errorf("pool: %s did not end within %v: %w", what, timeout, ctx.Err())
 }
 
-// destroyLate destroys an object the pool has already given up on (its
-// slot is free), from a goroutine the actor no longer waits for.
+// destroyLate destroys an object that is not an entry, in the goroutine of
+// the call that has it: one refused by AfterCreate, or one that a call the
+// pool gave up on returned late (whose slot is freed once that call tells
+// the actor it has ended: lateEnded).
 func (p *Pool[T]) destroyLate(obj T, why DestroyReason) {
 	if p.closed.Load() {
 		why = DestroyClosed
 	}
 	p.destroyObject(obj, why)
 }
+
+// lateEnded tells the actor that a call it gave up on has ended, its object
+// destroyed: e is the entry under test or under a hook, nil for a creation.
+func (p *Pool[T]) lateEnded(e *entry[T]) { p.send(message[T]{kind: msgLate, e: e}) }

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// A Create that ignores its context cannot hold its caller, its slot or its
-// late object past CreateTimeout.
+// A Create that ignores its context cannot hold its caller past
+// CreateTimeout, but its slot stays taken until it returns and its late
+// object is destroyed: MaxObjects bounds the objects that exist, those made
+// late included.
 func TestCreateTimeoutIsEnforcedOnACreateDeafToItsContext(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, CreateTimeout: 20 * time.Millisecond})
 	gate := make(chan struct{})
@@ -18,25 +20,32 @@ func TestCreateTimeoutIsEnforcedOnACreateDeafToItsContext(t *testing.T) {
 	if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Take = %v, want a *CreateError with the deadline", err)
 	}
-	waitUntil(t, "the slot is freed", func() bool { return h.p.Stats().Total == 0 })
 	h.f.set(func(f *fakeFactory) { f.gate = nil })
 	h.afterBackoff()
-	a := h.take() // MaxObjects 1: only possible with the slot freed
-	close(gate)   // the late object arrives...
-	waitUntil(t, "the late object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyLate) == 1 })
-	if n := h.f.live.Load(); n != 1 {
-		t.Fatalf("%d objects alive, want only the one in use", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	next := h.takeAsync(ctx)
+	waitUntil(t, "the next caller waits or is served", func() bool { return !pending(next) || blockedInTake(1) })
+	if s := h.p.Stats(); s.Total != 1 || s.Creating != 1 || !pending(next) {
+		t.Fatalf("stats %+v, next served %v; want the late creation's slot taken (1 creating) and the next caller waiting for it", s, !pending(next))
 	}
-	h.giveBack(a)
-	b := h.take()
-	if b.Value() != a.Value() {
-		t.Fatal("the late object was used")
+	close(gate) // the late object arrives, is destroyed, and frees the slot
+	r := h.result(next)
+	if r.err != nil {
+		t.Fatalf("next Take = %v", r.err)
 	}
-	h.giveBack(b)
+	if m := h.f.maxLive.Load(); m != 1 {
+		t.Fatalf("%d objects alive at once, MaxObjects 1", m)
+	}
+	if s := h.p.Stats(); s.Destroyed(DestroyLate) != 1 || s.Creating != 0 {
+		t.Fatalf("stats %+v; want the late object destroyed, nothing creating", s)
+	}
+	h.giveBack(r.h)
 }
 
-// A Test that ignores its context cannot hold its slot, or Close, past
-// TestTimeout; its object is destroyed when it returns.
+// A Test that ignores its context is given up on at TestTimeout, but its
+// object is alive until Test returns: it keeps its slot, and Close waits for
+// it, until then.
 func TestTestTimeoutIsEnforcedOnATestDeafToItsContext(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: time.Second, TestTimeout: 10 * time.Millisecond})
 	h.giveBack(h.take())
@@ -44,20 +53,24 @@ func TestTestTimeoutIsEnforcedOnATestDeafToItsContext(t *testing.T) {
 	h.f.set(func(f *fakeFactory) { f.testGate, f.deafToCtx = gate, true })
 	h.clk.Advance(t, time.Second)
 	h.clk.Advance(t, time.Second) // idle through a whole interval: tested
-	waitUntil(t, "the test's slot is freed", func() bool {
-		s := h.p.Stats()
-		return s.Total == 0 && s.Testing == 0
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.p.Close(ctx); err != nil { // while Test still runs
-		t.Fatalf("Close = %v", err)
+	h.ev.wait(t, "tested", 1)     // given up on
+	if s := h.p.Stats(); s.Total != 1 || s.Testing != 1 {
+		t.Fatalf("stats %+v; want the object under test counted (Total 1, Testing 1)", s)
 	}
-	if n := h.f.live.Load(); n != 1 {
-		t.Fatalf("live = %d, want the object under test still alive", n)
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := h.p.Close(short); !errors.Is(err, context.DeadlineExceeded) { // while Test still runs
+		t.Fatalf("Close = %v, want its context's deadline: the object under test is alive", err)
 	}
 	close(gate)
-	waitUntil(t, "the tested object is destroyed", func() bool { return h.f.live.Load() == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.p.Close(ctx); err != nil {
+		t.Fatalf("Close once Test returned = %v", err)
+	}
+	if n := h.f.live.Load(); n != 0 {
+		t.Fatalf("live = %d after Close", n)
+	}
 }
 
 type ctxKey struct{}

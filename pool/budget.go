@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -21,11 +22,14 @@ import (
 // back-pressure's limit) and the budget (the Keyed's MaxObjects across every
 // key) both have one free (actor.budgetFree). A request for a creation that
 // its key could serve but the budget cannot becomes a claim, and claims wait
-// in FIFO order across keys, whatever their key: every slot the budget
-// frees goes to the oldest claim (grant). Callers queued in a key for a
-// give-back (their key was at its own capacity) whose key then has room but
-// the budget none are claimed for too, one claim per caller, served by a
-// slot marker to the key's queue.
+// across keys: every slot the budget frees goes to a claim of the key that
+// holds fewest slots, the oldest of its claims (next, grant), so claims of
+// keys holding as many are served in FIFO order. Callers queued in a key for
+// a give-back (their key was at its own capacity) whose key then has room
+// but the budget none are claimed for too, one claim per caller, served by
+// a slot marker to the key's queue: a key under constant load claims for
+// its callers as soon as it is below its own cap, and its claims, older
+// than those of a key that holds less, must not keep the budget from it.
 //
 // While claims wait and no destruction under way will free a slot for each
 // (need), the budget is found among the other keys:
@@ -38,24 +42,31 @@ import (
 //     (putIdle: a message, never on the fast path otherwise) and is
 //     destroyed as DestroyYielded, if nobody of its key waits for it and the
 //     key keeps its MinIdle, or if its key holds more than one object more
-//     than the key of the oldest claim: so a key under constant load cannot
-//     starve another of the budget, which flows from the key holding most
-//     to the one waiting until they hold about as many (max-min fairness).
-//     Otherwise it goes to its key's waiters, as in a Pool.
+//     than the key of the claim served next: so a key under constant load
+//     cannot starve another of the budget, which flows from the key holding
+//     most to the one waiting until they hold about as many (max-min
+//     fairness). Otherwise it goes to its key's waiters, as in a Pool.
 //
 // The loop publishes whether claims wait unserved (starving) and, per key,
 // whether its give-backs should go to the loop (Pool.yields), so that a
 // give-back reads one atomic more than a Pool's while no claim waits.
 //
 // Every caller waiting for a give-back in any key, and every claim of a
-// caller, counts against the one MaxQueueSize.
+// caller, counts against the one MaxQueueSize, in one count (waiting) that
+// each adds itself to before it compares: of two callers arriving together
+// for the last place, one is refused. A claim is counted until it is served
+// or its caller leaves, whichever comes first (waiter.claim: uncount,
+// unclaim): a caller that gives up frees its place at once, not when the
+// loop next looks.
 
 // claim is a request for a slot of the budget.
 type claim[T any] struct {
 	a *actor[T]
 	// w is the caller whose creation waits for the budget; nil: a slot for
-	// one of a's queued callers.
-	w *waiter[T]
+	// one of a's queued callers, or, with try, for a creation that a
+	// TryTake of a's key asked for (see tryClaim).
+	w   *waiter[T]
+	try bool
 }
 
 // budget is what the keys of a Keyed share, and the loop that runs their
@@ -69,6 +80,11 @@ type budget[T any] struct {
 	hook          func(string) // tests only: called after each event is handled
 	forget        func(*Pool[T])
 	retire        func(*Pool[T])
+
+	// afterEvict, when set (tests only), is called by the loop after its
+	// eviction scan (settle), before it publishes what callers read: tests
+	// hold the loop there to force an interleaving.
+	afterEvict atomic.Pointer[func()]
 
 	mailbox      chan message[T]
 	keyClosed    chan struct{} // a key began closing (buffered 1)
@@ -84,7 +100,7 @@ type budget[T any] struct {
 	registered   int64 // keys whose msgAddKey has arrived
 	total        int   // slots taken by every key
 	claims       []claim[T]
-	callerClaims int  // claims of callers (w != nil)
+	tries        int  // claims with try
 	freed        bool // a slot was freed since the last settle: refill every key
 	gatesChanged bool // a key's gate was held or released: arm gateTimer again
 	gateTimer    Timer
@@ -94,11 +110,12 @@ type budget[T any] struct {
 
 	// Published by the loop.
 	totalNow atomic.Int64
-	starving atomic.Bool  // claims wait that no destruction under way will serve
-	waiters  atomic.Int64 // callerClaims
+	starving atomic.Bool // claims wait that no destruction under way will serve
 
-	// Written by callers: those waiting for a give-back in every key.
-	queued atomic.Int64
+	// Written by callers and the loop: waiting counts the callers queued
+	// for a give-back in every key and the claims of callers counted
+	// (waiter.claim), against MaxQueueSize; waiters counts those claims.
+	waiting, waiters atomic.Int64
 }
 
 // newBudget makes the budget of a Keyed configured by cfg, with defaults.
@@ -225,7 +242,10 @@ func (b *budget[T]) startCloses() {
 func (b *budget[T]) finishKeys() {
 	kept := b.keys[:0]
 	for _, a := range b.keys {
-		if !a.closing || a.total > 0 {
+		// A key is let go of once closed, its last slot free and its last
+		// caller gone (lastLeft), so that nothing counts in its Stats after
+		// they are retired.
+		if !a.closing || a.total > 0 || a.p.waiting.Load() > 0 {
 			kept = append(kept, a)
 			continue
 		}
@@ -263,7 +283,15 @@ func (b *budget[T]) settle() {
 	if b.total >= b.max {
 		b.claimQueued()
 	}
+	// Whether claims starve is stored before the scan for idle objects to
+	// evict: a give-back that read it false before looks again once its
+	// object is idle (putIdle), so either the scan finds the object or the
+	// giver pokes the loop, which looks again.
+	b.setStarving(b.need() > 0)
 	b.evict()
+	if f := b.afterEvict.Load(); f != nil {
+		(*f)()
+	}
 	b.grant() // evict may have found slot markers to take back
 	for _, a := range b.keys {
 		a.publishCapacity()
@@ -285,21 +313,69 @@ func (b *budget[T]) setTotal(n int) {
 // full reports whether every slot of the budget is taken.
 func (b *budget[T]) full() bool { return b.totalNow.Load() >= int64(b.max) }
 
-// queue adds d to the callers waiting for a give-back and returns how many
-// callers wait now against MaxQueueSize: those and the callers' claims.
-func (b *budget[T]) queue(d int64) int64 { return b.queued.Add(d) + b.waiters.Load() }
+// queue adds d to the callers waiting against MaxQueueSize (a caller
+// queued for a give-back) and returns how many wait now.
+func (b *budget[T]) queue(d int64) int64 { return b.waiting.Add(d) }
 
 // starve makes w's request for a creation in a's key, which the key could
 // serve but the budget cannot, a claim; or refuses it when MaxQueueSize
 // callers wait already.
 func (b *budget[T]) starve(a *actor[T], w *waiter[T]) {
-	if n := int(b.queued.Load()) + b.callerClaims; n >= b.maxQueue {
+	if n := b.waiting.Add(1); n > int64(b.maxQueue) {
+		b.waiting.Add(-1)
 		a.p.counters.queueFull.Add(1)
-		w.deliver(created[T]{err: &QueueFullError{Waiting: n, MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
+		w.deliver(created[T]{err: &QueueFullError{Waiting: int(n - 1), MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
 		return
 	}
+	if !w.claim.CompareAndSwap(claimNone, claimCounted) { // its caller has left
+		b.waiting.Add(-1)
+		return
+	}
+	b.waiters.Add(1)
 	b.claims = append(b.claims, claim[T]{a: a, w: w})
-	b.callerClaims++
+}
+
+// uncount stops counting w's claim, served or dropped, if its caller has
+// not already (unclaim); the loop calls it. The caller may claim again (a
+// creation it was granted fails, and the budget is spent by the next
+// attempt).
+func (b *budget[T]) uncount(w *waiter[T]) {
+	if w.claim.CompareAndSwap(claimCounted, claimNone) {
+		b.waiting.Add(-1)
+		b.waiters.Add(-1)
+	}
+}
+
+// unclaim stops counting w's claim, if the loop has not already (uncount),
+// and makes sure it is never counted again: w's caller calls it when it
+// leaves.
+func (b *budget[T]) unclaim(w *waiter[T]) {
+	if w.claim.Swap(claimLeft) == claimCounted {
+		b.waiting.Add(-1)
+		b.waiters.Add(-1)
+	}
+}
+
+// tryClaim claims a slot for a creation for nobody in particular, asked for
+// by a TryTake of a's key that found nothing idle while the budget is spent,
+// as Pool.TryTake starts one below MaxObjects: so that a later TryTake
+// finds an object. It is served after the callers' claims, by free slots
+// and by evicting other keys' idle objects, never by give-backs (nobody
+// waits for it), and dropped once the key has an object idle or on its way.
+// A key has one at a time; it does not count against MaxQueueSize.
+func (b *budget[T]) tryClaim(a *actor[T]) {
+	if !a.tryClaimed {
+		a.tryClaimed = true
+		b.tries++
+		b.claims = append(b.claims, claim[T]{a: a, try: true})
+	}
+}
+
+// wantsTry reports whether a TryTake's claim of a's key is still wanted:
+// nothing idle or on its way, and a creation could start but for the
+// budget.
+func (a *actor[T]) wantsTry() bool {
+	return a.anon == 0 && a.p.idleCount() == 0 && a.mayCreate()
 }
 
 // unserved is how many of a's queued callers may have a slot of the
@@ -330,6 +406,14 @@ func (b *budget[T]) purge() {
 		a.excessClaims = max(0, a.claimed-a.unserved())
 	}
 	drop := func(c claim[T]) bool {
+		if c.try {
+			if c.a.wantsTry() {
+				return false
+			}
+			c.a.tryClaimed = false
+			b.tries--
+			return true
+		}
 		if c.w == nil {
 			if c.a.excessClaims == 0 {
 				return false
@@ -338,14 +422,11 @@ func (b *budget[T]) purge() {
 			c.a.claimed--
 			return true
 		}
-		switch {
-		case c.w.state.Load() != waiterWaiting:
-		case c.a.closing:
-			c.w.deliver(created[T]{err: ErrClosed})
-		default:
+		if c.w.state.Load() == waiterWaiting && !c.a.closing {
 			return false
 		}
-		b.callerClaims--
+		b.uncount(c.w)
+		c.w.deliver(created[T]{err: ErrClosed}) // its key is closing, unless the caller has left
 		return true
 	}
 	n := 0
@@ -367,13 +448,44 @@ func (b *budget[T]) purge() {
 	}
 }
 
-// grant gives the budget's free slots to the claims, oldest first.
+// next returns the index of the claim for callers the budget serves next,
+// or -1 if none waits: the oldest claim of the key that holds fewest slots
+// (see the comment at the top). TryTake's claims come after.
+func (b *budget[T]) next() int {
+	i := -1
+	for j, c := range b.claims {
+		if c.try {
+			continue
+		}
+		if i < 0 || c.a.total < b.claims[i].a.total {
+			i = j
+			if c.a.total == 0 {
+				break // none holds fewer
+			}
+		}
+	}
+	return i
+}
+
+// grant gives the budget's free slots to the claims, in their order (next),
+// then to TryTake's, oldest first.
 func (b *budget[T]) grant() {
 	for len(b.claims) > 0 && b.total < b.max {
-		c := b.claims[0]
-		b.claims[0] = claim[T]{}
-		b.claims = b.claims[1:]
+		i := b.next()
+		if i < 0 {
+			i = slices.IndexFunc(b.claims, func(c claim[T]) bool { return c.try })
+		}
+		c := b.claims[i]
+		b.claims = slices.Delete(b.claims, i, i+1)
 		a := c.a
+		if c.try {
+			b.tries--
+			a.tryClaimed = false
+			if a.wantsTry() {
+				a.createForNobody()
+			}
+			continue
+		}
 		if c.w == nil {
 			a.claimed--
 			if a.unserved() > 0 {
@@ -381,7 +493,7 @@ func (b *budget[T]) grant() {
 			}
 			continue
 		}
-		b.callerClaims--
+		b.uncount(c.w)
 		switch {
 		case c.w.state.Load() != waiterWaiting:
 		case a.total >= a.capacity(): // its key filled up meanwhile
@@ -397,8 +509,8 @@ func (b *budget[T]) grant() {
 	}
 }
 
-// need is how many claims no destruction under way will serve.
-func (b *budget[T]) need() int {
+// needAll is how many claims no destruction under way will serve.
+func (b *budget[T]) needAll() int {
 	n := len(b.claims)
 	for _, a := range b.keys {
 		n -= int(a.p.destroying.Load())
@@ -406,10 +518,14 @@ func (b *budget[T]) need() int {
 	return n
 }
 
+// need is how many claims for callers no destruction under way will serve
+// (the destructions serve them first).
+func (b *budget[T]) need() int { return b.needAll() - b.tries }
+
 // evict destroys idle objects of other keys, least recently used first,
 // for the claims no destruction under way will serve.
 func (b *budget[T]) evict() {
-	for b.need() > 0 {
+	for b.needAll() > 0 {
 		e, a := b.leastRecentlyUsed()
 		if e == nil {
 			return
@@ -502,12 +618,12 @@ func (b *budget[T]) onYield(a *actor[T], e *entry[T]) {
 }
 
 // yieldFrom reports whether an object given back to a's key goes to the
-// oldest claim.
+// claim served next.
 func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 	if b.need() <= 0 {
 		return false
 	}
-	head := b.claims[0].a
+	head := b.claims[b.next()].a
 	if head == a {
 		return false
 	}
@@ -520,13 +636,10 @@ func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 // publish stores what callers read of the budget.
 func (b *budget[T]) publish() {
 	need := b.need()
-	if starving := need > 0; b.starving.Load() != starving {
-		b.starving.Store(starving)
-	}
-	b.waiters.Store(int64(b.callerClaims))
+	b.setStarving(need > 0)
 	var head *actor[T]
-	if len(b.claims) > 0 {
-		head = b.claims[0].a
+	if i := b.next(); i >= 0 {
+		head = b.claims[i].a
 	}
 	for _, a := range b.keys {
 		y := need > 0 && a != head && a.total > head.total+1
@@ -534,6 +647,38 @@ func (b *budget[T]) publish() {
 			a.p.yields.Store(y)
 		}
 	}
+}
+
+// setStarving stores whether claims starve, only when it changes: callers
+// read it.
+func (b *budget[T]) setStarving(starving bool) {
+	if b.starving.Load() != starving {
+		b.starving.Store(starving)
+	}
+}
+
+// idled is called by a caller that made an object of p's key idle without
+// yielding it (putIdle), and by one that stopped waiting, leaving p's key
+// with no caller waiting (stopWaiting): if claims starve, the loop may have
+// looked for idle objects to evict before the object was idle or before the
+// key had nobody waiting, so it is poked to look again. A key with callers
+// waiting keeps its idle objects for them, and the last of them to leave
+// pokes.
+func (b *budget[T]) idled(p *Pool[T]) {
+	if b.starving.Load() && p.waiting.Load() == 0 {
+		p.poke()
+	}
+}
+
+// lastLeft is called by the last caller to stop waiting in p's key: a
+// closed key is let go of only once nobody waits in it (finishKeys), and
+// the loop is poked to look again; otherwise see idled.
+func (b *budget[T]) lastLeft(p *Pool[T]) {
+	if p.closed.Load() {
+		p.poke()
+		return
+	}
+	b.idled(p)
 }
 
 // armGates sets the one timer of every key's creation gate to the earliest

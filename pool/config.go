@@ -93,13 +93,16 @@ type Config struct {
 	AcquireTimeout time.Duration
 	// CreateTimeout bounds one creation. Create gets it as its context's
 	// deadline, and the pool enforces it too: at the timeout the caller
-	// waiting for the creation gets a *CreateError, the slot is freed, and
-	// an object that Create returns later is destroyed (DestroyLate). Zero
-	// means DefaultCreateTimeout.
+	// waiting for the creation gets a *CreateError, and an object that
+	// Create returns later is destroyed (DestroyLate). The creation's slot
+	// stays taken until Create returns (and its object is destroyed), so
+	// that no more than MaxObjects objects exist, even with a Create that
+	// ignores its context. Zero means DefaultCreateTimeout.
 	CreateTimeout time.Duration
 	// TestTimeout bounds one Test of an idle object, as CreateTimeout bounds
-	// a creation: at the timeout the slot is freed, and the object is
-	// destroyed when Test returns. Zero means DefaultTestTimeout.
+	// a creation: at the timeout the pool gives up on the object, which is
+	// destroyed when Test returns, its slot taken until then. Zero means
+	// DefaultTestTimeout.
 	TestTimeout time.Duration
 	// ValidationInterval is the actor's tick: every interval it destroys
 	// objects idle past MaxIdle or past their lifetime, Tests objects idle for

@@ -39,8 +39,11 @@
 //
 // Every bound is the pool's own, whether or not the factory heeds its
 // context: AcquireTimeout ends a Take's wait, CreateTimeout a creation,
-// TestTimeout a Test or a hook; at the bound the caller gets an error and the
-// slot is freed, and an object that arrives late is destroyed.
+// TestTimeout a Test or a hook; at the bound the caller gets an error, and an
+// object that arrives late is destroyed. What a call given up on works on
+// exists until the call returns, so its slot stays taken until then:
+// MaxObjects bounds the objects that exist (a server's connections), those
+// of calls given up on included, and Close waits for them.
 //
 // When creations fail, the pool backs off as a whole, not once per waiting
 // caller (Config.CreateBackoff, on by default): after a failure it makes no

@@ -30,7 +30,8 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 
 // afterGiveBack runs the AfterGiveBack hook on e in the background, bounded
 // by TestTimeout and Close, then makes e idle or destroys it. Past the bound
-// the slot is freed at once and the object destroyed when the hook returns.
+// the pool gives up on e, which is destroyed when the hook returns; its slot
+// is freed then (see goBounded).
 func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 	p.checking.Add(1)
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "AfterGiveBack",
@@ -46,7 +47,10 @@ func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 				p.putIdle(e)
 			}
 		},
-		func(error) { p.destroyLate(e.obj, DestroyRejected) })
+		func(error) {
+			p.destroyLate(e.obj, DestroyRejected)
+			p.lateEnded(e)
+		})
 }
 
 // Discard destroys h's object instead of giving it back: use it for an
@@ -81,11 +85,17 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 // the budget, it may send e to the actor, to be destroyed for them (yield).
 func (p *Pool[T]) putIdle(e *entry[T]) {
 	e.idleSince = p.now.Load()
-	if p.keyed != nil && p.keyed.yielding(p) {
+	b := p.keyed
+	if b == nil {
+		p.pushIdle(e)
+		return
+	}
+	if b.yielding(p) {
 		p.send(message[T]{kind: msgYield, e: e})
 		return
 	}
 	p.pushIdle(e)
+	b.idled(p)
 }
 
 // pushIdle is putIdle keeping e's idleSince (an object back from its test).

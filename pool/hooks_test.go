@@ -132,20 +132,35 @@ func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
 	close(gate)
 }
 
-func TestAfterGiveBackPastTestTimeoutFreesTheSlot(t *testing.T) {
+// An AfterGiveBack hook past TestTimeout is given up on, but its object is
+// alive until the hook returns: its slot stays taken until then, and is
+// freed once the object is destroyed.
+func TestAfterGiveBackPastTestTimeoutKeepsTheSlotUntilItReturns(t *testing.T) {
 	gate := make(chan struct{})
 	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: 10 * time.Millisecond}, factory.Hooks[*fakeObj]{
 		AfterGiveBack: func(context.Context, *fakeObj) error { <-gate; return nil }, // deaf to ctx
 	})
 	h.giveBack(h.take())
-	waitUntil(t, "the slot is freed", func() bool {
-		s := h.p.Stats()
-		return s.Total == 0 && s.Testing == 0
-	})
-	b := h.take() // a new object: MaxObjects 1
+	h.ev.wait(t, "abandoned", 1) // given up on
+	if s := h.p.Stats(); s.Total != 1 || s.Testing != 1 {
+		t.Fatalf("stats %+v; want the object under the hook counted (Total 1, Testing 1)", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	next := h.takeAsync(ctx)
+	waitUntil(t, "the next caller waits or is served", func() bool { return !pending(next) || blockedInTake(1) })
+	if !pending(next) {
+		t.Fatal("a new object was made while the hook's object was alive: MaxObjects 1")
+	}
 	close(gate)
-	waitUntil(t, "the late object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
-	h.giveBack(b)
+	r := h.result(next)
+	if r.err != nil {
+		t.Fatalf("next Take = %v", r.err)
+	}
+	if s := h.p.Stats(); s.Destroyed(DestroyRejected) != 1 || h.f.maxLive.Load() != 1 {
+		t.Fatalf("stats %+v, %d alive at once; want the hook's object destroyed, 1 alive at once", s, h.f.maxLive.Load())
+	}
+	h.giveBack(r.h)
 }
 
 // A caller whose context cannot end (context.Background, or values on it)

@@ -79,8 +79,10 @@ var ErrKeyExists = errors.New("pool: key exists")
 // serve them all.
 //
 // When a key could create an object but the budget is spent, its caller
-// waits in FIFO order with the callers of every other key in that state,
-// and the budget is found for the oldest:
+// waits with the callers of every other key in that state: each slot of the
+// budget goes first to the key that holds fewest objects, and among keys
+// that hold as many to the caller that has waited longest. The budget is
+// found for them:
 //
 //   - an idle object of another key that nobody of that key waits for is
 //     destroyed, the least recently used first (to the resolution of the
@@ -109,7 +111,7 @@ type Keyed[K comparable, T any] struct {
 
 	statsMu sync.Mutex
 	pools   map[*Pool[T]]K // keys alive or closing
-	retired Stats          // the keys gone, summed
+	retired Stats          // the counters of the keys gone, summed
 }
 
 // KeyedConfig configures a Keyed: what its keys share. Every zero value
@@ -321,7 +323,11 @@ func (k *Keyed[K, T]) Take(ctx context.Context, key K) (Handle[T], error) {
 	return p.Take(ctx)
 }
 
-// TryTake takes an idle object of key at once, as Pool.TryTake does.
+// TryTake takes an idle object of key at once, as Pool.TryTake does. When
+// none is idle and only the budget keeps the key from creating one, an idle
+// object of another key that nobody of it waits for is destroyed (the least
+// recently used, as for a waiting caller) and one created for key, so that
+// a later TryTake finds it; callers waiting for the budget come first.
 func (k *Keyed[K, T]) TryTake(key K) (Handle[T], error) {
 	if p := k.keys.Load().get(key); p != nil {
 		return p.TryTake()
@@ -386,13 +392,13 @@ func (k *Keyed[K, T]) forget(p *Pool[T]) {
 }
 
 // retire moves p, which has finished closing, from the keys in Stats to the
-// sum of those gone; the loop calls it.
+// sum of those gone (their counters: see KeyedStats); the loop calls it.
 func (k *Keyed[K, T]) retire(p *Pool[T]) {
 	s := p.Stats()
 	k.statsMu.Lock()
 	defer k.statsMu.Unlock()
 	delete(k.pools, p)
-	k.retired.add(s)
+	k.retired.addCounts(s)
 }
 
 // StartClose begins closing every key, as Pool.StartClose does, and returns

@@ -2,7 +2,9 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,12 +92,35 @@ func (h *keyedHarness) takeAsync(ctx context.Context, key string) chan takeResul
 }
 
 // claim starts a Take of key that waits for the budget, and returns once
-// the loop holds its claim: n callers wait for the budget then.
+// the loop holds its claim and has published it (give-backs from now on
+// see it): n callers wait for the budget then.
 func (h *keyedHarness) claim(key string, n int) chan takeResult {
 	h.t.Helper()
-	ch := h.takeAsync(context.Background(), key)
-	waitUntil(h.t, "a Take waits for the budget", func() bool { return h.k.Stats().WaitingForBudget == n })
+	return h.claimWith(context.Background(), key, n)
+}
+
+// claimWith is claim with the Take's context.
+func (h *keyedHarness) claimWith(ctx context.Context, key string, n int) chan takeResult {
+	h.t.Helper()
+	h.ev.drain()
+	ch := h.takeAsync(ctx, key)
+	h.ev.wait(h.t, "take", 1) // the loop has handled the request and settled
+	if got := h.k.Stats().WaitingForBudget; got != n {
+		h.t.Fatalf("%d callers wait for the budget, want %d", got, n)
+	}
 	return ch
+}
+
+// claimLeft starts a Take of key that waits for the budget, alone, and
+// cancels it; it returns once the Take has returned context.Canceled.
+func (h *keyedHarness) claimLeft(key string) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := h.claimWith(ctx, key, 1)
+	cancel()
+	if r := h.result(ch); !errors.Is(r.err, context.Canceled) {
+		h.t.Fatalf("Take(%q) = %v, want context.Canceled", key, r.err)
+	}
 }
 
 // queued starts a Take of key that queues for a give-back of its key (at
@@ -104,7 +129,11 @@ func (h *keyedHarness) claim(key string, n int) chan takeResult {
 func (h *keyedHarness) queued(key string, n int) chan takeResult {
 	h.t.Helper()
 	ch := h.takeAsync(context.Background(), key)
-	waitUntil(h.t, "a Take queues", func() bool { return h.k.Pool(key).Stats().Queued == n && blockedInTake(1) })
+	waitUntil(h.t, "a Take queues", func() bool {
+		// Every caller in a Take is parked: callers queue in the order
+		// they came, and one queued after this one is behind it.
+		return h.k.Pool(key).Stats().Queued == n && blockedInTake(h.k.Stats().Waiting)
+	})
 	return ch
 }
 
@@ -144,4 +173,38 @@ func (f *fakeFactory) destroyedIDs() []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]int64(nil), f.destroyed...)
+}
+
+// holdLoop holds the loop once, after its eviction scan and before it
+// publishes what callers read, at the first settle where claims wait for
+// the budget. held is closed once the loop is held; release lets it go on
+// (it goes on by itself after 5 s, so that a failing test cannot hang it).
+func (h *keyedHarness) holdLoop() (held <-chan struct{}, release func()) {
+	heldC, releaseC := make(chan struct{}), make(chan struct{})
+	done := false // the loop's
+	f := func() {
+		if done || len(h.k.b.claims) == 0 {
+			return
+		}
+		done = true
+		close(heldC)
+		select {
+		case <-releaseC:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	h.k.b.afterEvict.Store(&f)
+	var once sync.Once
+	return heldC, func() { once.Do(func() { close(releaseC) }) }
+}
+
+// drain discards the events handled so far.
+func (e *events) drain() {
+	for {
+		select {
+		case <-e.ch:
+		default:
+			return
+		}
+	}
 }

@@ -4,12 +4,13 @@ import "slices"
 
 // KeyedStats is a snapshot of a Keyed: its keys summed, and each key's.
 type KeyedStats[K comparable] struct {
-	// Stats sums every key's, the keys closed since included in its
-	// counters; MaxObjects is the Keyed's (the budget), EffectiveMaxObjects
-	// the most the keys may have now (the budget, or less while
-	// back-pressure holds keys down). CreateFailuresInARow is the most of
-	// any key, LastCreateError the latest, NextCreateAttempt the earliest,
-	// MeanHold the longest.
+	// Stats sums every key's: its gauges those of the keys open or still
+	// closing, its counters (and LastCreateError, the latest of any key)
+	// those of every key ever, closed ones included. MaxObjects is the
+	// Keyed's (the budget), EffectiveMaxObjects the most the keys may have
+	// now (the budget, or less while back-pressure holds keys down). The
+	// state of creations is that of the keys open: CreateFailuresInARow the
+	// most of any, NextCreateAttempt the earliest, MeanHold the longest.
 	Stats
 	// WaitingForBudget is the callers waiting for a slot of the budget: their
 	// key could create an object, but the other keys hold the budget. They
@@ -29,8 +30,10 @@ func (k *Keyed[K, T]) Stats() KeyedStats[K] {
 	effective := 0 // of the keys not closing
 	for p, key := range k.pools {
 		ps := p.Stats()
-		s.add(ps)
+		s.addGauges(ps)
+		s.addCounts(ps)
 		if !p.closed.Load() {
+			s.addState(ps)
 			s.Keys[key] = ps
 			effective += ps.EffectiveMaxObjects
 		}
@@ -47,11 +50,8 @@ func (k *Keyed[K, T]) Stats() KeyedStats[K] {
 	return s
 }
 
-// add adds o to s: gauges and counters summed, the histograms merged, the
-// state of failing creations as KeyedStats documents.
-func (s *Stats) add(o Stats) {
-	s.MaxObjects += o.MaxObjects
-	s.EffectiveMaxObjects += o.EffectiveMaxObjects
+// addGauges adds o's gauges to s.
+func (s *Stats) addGauges(o Stats) {
 	s.Total += o.Total
 	s.Idle += o.Idle
 	s.InUse += o.InUse
@@ -59,6 +59,11 @@ func (s *Stats) add(o Stats) {
 	s.Testing += o.Testing
 	s.Waiting += o.Waiting
 	s.Queued += o.Queued
+}
+
+// addCounts adds o's counters to s, merges the histograms and keeps the
+// latest LastCreateError.
+func (s *Stats) addCounts(o Stats) {
 	s.Takes += o.Takes
 	s.Waits += o.Waits
 	s.WaitTime += o.WaitTime
@@ -75,18 +80,22 @@ func (s *Stats) add(o Stats) {
 	s.FailedFast += o.FailedFast
 	s.BackPressureEvents += o.BackPressureEvents
 	s.Overloaded += o.Overloaded
-	s.CreateFailuresInARow = max(s.CreateFailuresInARow, o.CreateFailuresInARow)
 	if o.LastCreateError != nil && (s.LastCreateError == nil || o.LastCreateErrorAt.After(s.LastCreateErrorAt)) {
 		s.LastCreateError, s.LastCreateErrorAt = o.LastCreateError, o.LastCreateErrorAt
 	}
-	if !o.NextCreateAttempt.IsZero() && (s.NextCreateAttempt.IsZero() || o.NextCreateAttempt.Before(s.NextCreateAttempt)) {
-		s.NextCreateAttempt = o.NextCreateAttempt
-	}
-	s.MeanHold = max(s.MeanHold, o.MeanHold)
 	if s.WaitHistogram.Counts == nil {
 		s.WaitHistogram = Histogram{Bounds: o.WaitHistogram.Bounds, Counts: make([]uint64, len(o.WaitHistogram.Counts))}
 	}
 	for i, n := range o.WaitHistogram.Counts {
 		s.WaitHistogram.Counts[i] += n
 	}
+}
+
+// addState adds the state of o's creations to s, as KeyedStats documents.
+func (s *Stats) addState(o Stats) {
+	s.CreateFailuresInARow = max(s.CreateFailuresInARow, o.CreateFailuresInARow)
+	if !o.NextCreateAttempt.IsZero() && (s.NextCreateAttempt.IsZero() || o.NextCreateAttempt.Before(s.NextCreateAttempt)) {
+		s.NextCreateAttempt = o.NextCreateAttempt
+	}
+	s.MeanHold = max(s.MeanHold, o.MeanHold)
 }

@@ -210,8 +210,10 @@ func (p *Pool[T]) StartClose() {
 }
 
 // Close stops the pool (see StartClose) and waits until every object is
-// gone. It returns nil then, or ctx's error, wrapped with how many objects
-// remain, if ctx ends first; calling it again waits again.
+// gone, those of creations and tests it gave up on included (a factory that
+// ignores its context holds Close until it returns). It returns nil then, or
+// ctx's error, wrapped with how many objects remain, if ctx ends first;
+// calling it again waits again.
 //
 // With leak tracking on, Close runs garbage collections while objects are
 // still out (at once, then less and less often, at most once a second), so

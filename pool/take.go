@@ -186,6 +186,7 @@ func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
 // delivered; the caller leaves by winning it from waiting to gone.
 type waiter[T any] struct {
 	state    atomic.Int32
+	claim    atomic.Int32    // in a Keyed: whether its request waits as a claim for the budget, counted (see budget.go)
 	reply    chan created[T] // buffered 1; receives exactly once if delivered
 	ctx      context.Context // the caller's: its values reach the creation; immutable
 	deadline int64           // when the caller's wait ends (pool clock), by its context or AcquireTimeout; 0: never; immutable
@@ -195,6 +196,13 @@ const (
 	waiterWaiting int32 = iota
 	waiterDelivered
 	waiterGone
+)
+
+// The states of waiter.claim.
+const (
+	claimNone    int32 = iota // not counted in the budget's waiting
+	claimCounted              // counted
+	claimLeft                 // its caller has left: never to be counted
 )
 
 // created is the outcome of a request for a creation: an entry, an error,
@@ -475,6 +483,9 @@ func (t *taker[T]) leave() {
 		if r, ok := t.w.leave(); ok && r.e != nil {
 			p.putIdle(r.e)
 		}
+		if b := p.keyed; b != nil {
+			b.unclaim(t.w) // its place in the queue is free at once
+		}
 		t.w = nil
 	}
 	t.unqueue()
@@ -487,7 +498,9 @@ func (t *taker[T]) leave() {
 // stopWaiting uncounts a caller leaving takeSlow and passes the close marker
 // on if others wait.
 func (p *Pool[T]) stopWaiting() {
-	p.waiting.Add(-1)
+	if p.waiting.Add(-1) == 0 && p.keyed != nil {
+		p.keyed.lastLeft(p)
+	}
 	p.wakeIfNeeded()
 }
 
