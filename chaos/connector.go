@@ -17,7 +17,7 @@ import (
 
 // Connector is a driver.Connector whose connections come from the wrapped
 // driver with faults injected. Use it with sql.OpenDB, or as the Connector
-// of respool's driver.Config; sql.Open("chaos", dsn) makes one.
+// of respool.Config; sql.Open("chaos", dsn) makes one.
 type Connector struct {
 	base     driver.Connector
 	ownBase  bool   // base was made here: Close closes it

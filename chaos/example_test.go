@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	_ "github.com/respool/respool" // registers "respool"
 	"github.com/respool/respool/chaos"
-	_ "github.com/respool/respool/driver" // registers "respool"
 	"github.com/respool/respool/resilience/dbclass"
 )
 

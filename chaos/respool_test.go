@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/respool/respool"
 	"github.com/respool/respool/chaos"
-	"github.com/respool/respool/driver"
 )
 
 // TestUnderRespool: respool's driver wraps chaos by name; the faults reach
@@ -18,7 +18,7 @@ import (
 func TestUnderRespool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(driver.DriverName, "fake:under-respool?respool_driver=chaos&respool_name=TestUnderRespool"+
+	db, err := sql.Open(respool.DriverName, "fake:under-respool?respool_driver=chaos&respool_name=TestUnderRespool"+
 		"&chaos_driver=chaos-test-fake&chaos_name=TestUnderRespool"+
 		"&chaos_error=mysql:1213&chaos_error_every=2&chaos_drop_every=3")
 	if err != nil {
@@ -45,7 +45,7 @@ func TestUnderRespool(t *testing.T) {
 	}
 	// database/sql retried the drops (driver.ErrBadConn) on other
 	// connections, which respool's pool made.
-	if st := driver.Lookup("TestUnderRespool").Stats(); st.Creates < 2 {
+	if st := respool.Lookup("TestUnderRespool").Stats(); st.Creates < 2 {
 		t.Errorf("respool made %d connections; want one more per drop", st.Creates)
 	}
 }

@@ -1,6 +1,6 @@
 // Package dbguard puts respool's resilience mechanisms around a database:
 // the path by which connections are made, and the admission of the work
-// done on them. The database/sql driver (package driver) builds one Guard
+// done on them. The database/sql driver (package respool) builds one Guard
 // per Connector; a pool of native connections (factory/pgxfactory, or any
 // factory.Factory) gets the same path with Factory.
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // Guarded is a pool with the breaker and pause in front of it: a
-// *driver.Connector of package driver is one (Pool, Breaker, Pause). A nil
+// *respool.Connector is one (Pool, Breaker, Pause). A nil
 // Breaker or Pause (turned off) is left out of reports and readiness.
 type Guarded[T any] interface {
 	Pool() *pool.Pool[T]

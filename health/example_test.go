@@ -13,7 +13,7 @@ import (
 )
 
 // A Checker over one pool, served for a load balancer. For a database/sql
-// pool of package driver, see FromConnector.
+// pool of package respool, see FromConnector.
 func Example() {
 	p, err := pool.New[int](factory.Funcs[int]{
 		CreateFunc: func(context.Context) (int, error) { return 1, nil },

@@ -8,5 +8,5 @@ import "github.com/respool/respool/internal/dsnform"
 // password-like keys (password, sslpassword, passwd, pwd, pass, _auth_pass,
 // oauth_client_secret, in any case), as respool's driver and chaos define
 // a secret. It is a last line of defence for error texts in reports:
-// package driver already removes the DSN's password from its errors.
+// package respool already removes the DSN's password from its errors.
 func Redact(s string) string { return dsnform.RedactText(s) }

@@ -37,7 +37,7 @@ var ErrNoStats = errors.New("health: Source.Stats is nil")
 // gives it back at once. When the object has a method Ping(ctx) error (a
 // *pgx.Conn has), the Probe pings it too, and discards it if that fails.
 //
-// For a database/sql Connector (package driver), whose idle connections
+// For a database/sql Connector (package respool), whose idle connections
 // are not pinged on take, use FromConnector(connector, db.PingContext): the
 // ping makes readiness see a server that went away at once, and the
 // Connector's breaker and pause are added.

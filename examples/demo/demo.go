@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/pool"
 )
 

@@ -107,7 +107,7 @@ func firstFrame(stack string) string {
 			continue // a file:line
 		}
 		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "github.com/respool/respool/driver.") &&
+		if !strings.HasPrefix(line, "github.com/respool/respool.") &&
 			!strings.HasPrefix(line, "github.com/respool/respool/pool.") &&
 			!strings.HasPrefix(line, "database/sql.") {
 			return line

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	_ "modernc.org/sqlite" // registers "sqlite"
 )
 

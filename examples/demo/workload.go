@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 )
 
 // The demo's pool, opened by the first step and used by the next two.

@@ -32,7 +32,7 @@ import (
 	"strconv"
 	"time"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/httpguard"
 	"github.com/respool/respool/resilience/ratelimit"
 	_ "modernc.org/sqlite" // registers "sqlite"

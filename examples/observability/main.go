@@ -36,7 +36,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/health"
 	respoolprom "github.com/respool/respool/metrics/prometheus"
 	_ "modernc.org/sqlite" // registers "sqlite"

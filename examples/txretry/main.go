@@ -25,8 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool"
 	_ "github.com/respool/respool/chaos" // registers "chaos"
-	respool "github.com/respool/respool/driver"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 	_ "modernc.org/sqlite" // registers "sqlite"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/resilience/dbclass"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/resilience/dbclass"
 )

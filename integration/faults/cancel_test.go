@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	respoolpool "github.com/respool/respool/pool"
 )
@@ -21,8 +21,8 @@ var cancelClients = []client{
 	{name: "pgx stdlib", kinds: onPostgres, baseline: true, open: openSQL(poolSize)},
 	{name: "mysql", kinds: onMariaDB, baseline: true, open: openSQL(poolSize)},
 	respoolClient("respool", poolKeys),
-	respoolClient("respool FIFO", poolKeys, func(c *driver.Config) { c.Pool.Overload.Policy = respoolpool.OverloadFIFO }),
-	respoolClient("respool FIFO, waits off", poolKeys, func(c *driver.Config) {
+	respoolClient("respool FIFO", poolKeys, func(c *respool.Config) { c.Pool.Overload.Policy = respoolpool.OverloadFIFO }),
+	respoolClient("respool FIFO, waits off", poolKeys, func(c *respool.Config) {
 		c.Pool.Overload.Policy = respoolpool.OverloadFIFO
 		c.CancelWait, c.SessionEndWait = -1, -1
 	}),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -54,7 +54,7 @@ func (c client) runsOn(kind string) bool { return slices.Contains(c.kinds, kind)
 // respoolClient is respool's database/sql driver opened as sql.Open
 // ("respool", dsn+"&"+keys) opens it, then with the Config's fields edited
 // in code, with the pool's log recorded.
-func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
+func respoolClient(name, keys string, edits ...func(*respool.Config)) client {
 	openWith := func(more string) func(s *servers.Server) (pool, error) {
 		return openRespool(keys+"&"+more, edits)
 	}
@@ -62,9 +62,9 @@ func respoolClient(name, keys string, edits ...func(*driver.Config)) client {
 }
 
 // openRespool opens respool with the DSN keys keys and the Config edits.
-func openRespool(keys string, edits []func(*driver.Config)) func(s *servers.Server) (pool, error) {
+func openRespool(keys string, edits []func(*respool.Config)) func(s *servers.Server) (pool, error) {
 	return func(s *servers.Server) (pool, error) {
-		cfg, err := driver.ParseDSN(s.DSN() + "&" + keys) // both DSNs have a query already
+		cfg, err := respool.ParseDSN(s.DSN() + "&" + keys) // both DSNs have a query already
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ func openRespool(keys string, edits []func(*driver.Config)) func(s *servers.Serv
 		}
 		rec := new(recorder)
 		cfg.Pool.Logger = slog.New(rec)
-		c, err := driver.NewConnector(*cfg)
+		c, err := respool.NewConnector(*cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -131,9 +131,9 @@ func openSQL(size int) func(s *servers.Server) (pool, error) {
 // sqlPool is a *sql.DB on any driver.
 type sqlPool struct {
 	db   *sql.DB
-	keep bool              // keep lost handles for undo (see pool.leak)
-	log  *recorder         // nil: the pool's log is not read
-	conn *driver.Connector // respool's, for its Stats; nil for the others
+	keep bool               // keep lost handles for undo (see pool.leak)
+	log  *recorder          // nil: the pool's log is not read
+	conn *respool.Connector // respool's, for its Stats; nil for the others
 }
 
 // describe sums up what respool's pool and resilience did, for the test

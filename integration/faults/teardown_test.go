@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -50,11 +50,11 @@ func TestServerCountsASessionItTearsDown(t *testing.T) {
 	}
 	defer func() { _, _ = plain.ExecContext(suiteCtx, "DROP TABLE IF EXISTS teardown_rows") }()
 
-	cfg, err := driver.ParseDSN(s.DSN() + "&respool_max_conns=1")
+	cfg, err := respool.ParseDSN(s.DSN() + "&respool_max_conns=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := driver.NewConnector(*cfg)
+	c, err := respool.NewConnector(*cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

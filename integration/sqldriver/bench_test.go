@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	_ "github.com/respool/respool/driver"
+	_ "github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )

@@ -15,12 +15,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
 
-// This file tests respool_init_sql and the hooks of driver.Config
+// This file tests respool_init_sql and the hooks of respool.Config
 // (AfterConnect, BeforeAcquire, AfterRelease) on both servers.
 
 // initSQL returns two statements for s that set what sessionSettings reads:

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 )
 
 // globalStatus reads a MariaDB global status counter.

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	respool "github.com/respool/respool/driver"
+	"github.com/respool/respool"
 )
 
 // pgxOf runs fn with the *pgx.Conn behind sc, the way pgx documents it

@@ -11,7 +11,7 @@ import (
 	"github.com/respool/respool/pool"
 )
 
-// This file checks what the README and the driver package say about
+// This file checks what the README and package respool say about
 // database/sql's own settings under respool, on both servers, beside the
 // plain driver where the difference is the point.
 

@@ -18,7 +18,7 @@ import (
 )
 
 // Export the metrics of a Checker's pools for scraping. For a database/sql
-// pool of package driver, add health.FromConnector(connector, db.PingContext):
+// pool of package respool, add health.FromConnector(connector, db.PingContext):
 // its breaker and pause are exported too.
 func ExampleCollector() {
 	p, err := pool.New[int](factory.Funcs[int]{

@@ -1,5 +1,5 @@
 // Package pgxdialtest holds the test servers and counting pgx configs
-// behind the cancel-request tests of package driver and
+// behind the cancel-request tests of package respool and
 // factory/pgxfactory. Only tests import it.
 package pgxdialtest
 

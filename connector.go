@@ -1,0 +1,256 @@
+package respool
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/respool/respool/internal/dsnform"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/factory"
+	"github.com/respool/respool/pool"
+)
+
+// Connector is a driver.Connector whose connections come from a respool
+// pool. Use it with sql.OpenDB; sql.Open("respool", dsn) makes one for you.
+type Connector struct {
+	pool         *pool.Pool[driver.Conn] // of *physConn
+	guard        *dbguard.Guard          // the creation path, and the breaker's admission of takes and statements
+	testTimeout  time.Duration           // the pool's TestTimeout
+	closeTimeout time.Duration           // Config.CloseTimeout
+
+	stmts stmtRegistry // open statements, by query
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ io.Closer        = (*Connector)(nil)
+)
+
+// DefaultHoldThreshold is the database/sql path's default of
+// Pool.Leak.HoldThreshold: a connection held longer is reported once as
+// HELD-TOO-LONG (with the stack of the code that took it when
+// Pool.Leak.CaptureStack is set). It is longer than a request or a query is
+// expected to hold a connection; a job that holds one on purpose for longer
+// (a long transaction, a LISTEN loop on a *sql.Conn) raises it.
+const DefaultHoldThreshold = 5 * time.Minute
+
+// NewConnector validates cfg and starts its pool. Until it is closed, the
+// Connector is listed by Connectors and found by Lookup under its name.
+//
+// A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
+// one, respool_leak_threshold=off, no hold-time report), so that every leak
+// made through database/sql is reported out of the box: a *sql.Rows dropped
+// without Close by the garbage collector, a *sql.Tx or *sql.Conn never
+// ended by hold time (see the package documentation). Stacks are not recorded by default: that costs a
+// stack walk and two allocations per take, a few microseconds of CPU per
+// query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
+// (respool_leak_stack) turns them on.
+func NewConnector(cfg Config) (*Connector, error) {
+	return newConnector(cfg, nil, pool.New[driver.Conn])
+}
+
+// newConnector is NewConnector with the pool made by newPool (a Group's
+// member is a key of the Group's pool.Keyed). text is nil, or cfg.DSN as
+// parseDSN read it, cfg being the Config it returned, valid: cfg is then
+// neither validated nor its DSN read again.
+func newConnector(cfg Config, text *dsnform.Text,
+	newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
+	var err error
+	if text == nil {
+		if text, err = cfg.validate(nil); err != nil {
+			return nil, err
+		}
+	}
+	base, secrets, err := baseConnector(cfg, text.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	pc := cfg.poolConfig()
+	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	hooks := &connHooks{
+		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,
+		beforeAcquire: cfg.BeforeAcquire, afterRelease: cfg.AfterRelease,
+		secrets: secrets, logger: pc.Logger, poolName: pc.Name,
+	}
+	if hooks.logger == nil {
+		hooks.logger = slog.Default() // as the pool's
+	}
+	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
+		return nil, err
+	}
+	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
+		guard: c.guard}
+	if c.pool, err = newPool(f, pc); err != nil {
+		c.guard.Close()
+		return nil, err
+	}
+	c.testTimeout = c.pool.Config().TestTimeout
+	register(c) // until Close: Connectors, Lookup
+	return c, nil
+}
+
+// OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
+// and the Connector, for its Stats.
+func OpenDB(dsn string) (*sql.DB, *Connector, error) {
+	cfg, text, err := parseDSN(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := newConnector(*cfg, text, pool.New[driver.Conn])
+	if err != nil {
+		return nil, nil, err
+	}
+	return sql.OpenDB(c), c, nil
+}
+
+// baseConnector returns the real driver's connector for cfg, and the
+// secrets its errors are redacted of: those of the DSN (secrets), and the
+// passwords the driver's own parser read, for pgx and go-sql-driver/mysql.
+// Connectors made from a DSN redact their errors.
+func baseConnector(cfg Config, secrets dsnform.Secrets) (driver.Connector, dsnform.Secrets, error) {
+	if cfg.Connector != nil {
+		return cfg.Connector, secrets, nil
+	}
+	base, passwords, ok := dialedConnector(cfg) // pgx and mysql: see dialed.go
+	secrets = secrets.With(passwords...)
+	if ok {
+		return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
+	}
+	// sql.Open is the only way to reach a registered driver by name; for a
+	// driver with DriverContext it calls OpenConnector, whose error may
+	// quote the DSN.
+	db, err := sql.Open(cfg.DriverName, cfg.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("respool: driver %q: %w", cfg.DriverName, secrets.Redact(err))
+	}
+	d := db.Driver()
+	_ = db.Close()
+	base = &dsnConnector{d: d, dsn: cfg.DSN}
+	if dc, ok := d.(driver.DriverContext); ok {
+		if base, err = dc.OpenConnector(cfg.DSN); err != nil {
+			return nil, nil, secrets.Redact(err)
+		}
+	}
+	return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
+}
+
+// dsnConnector adapts a driver without DriverContext.
+type dsnConnector struct {
+	d   driver.Driver
+	dsn string
+}
+
+func (c *dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c *dsnConnector) Driver() driver.Driver                        { return c.d }
+
+// Connect takes a connection from the pool (see physFactory.beforeHandOut
+// for what is checked), unless the circuit is open (see take).
+func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	h, err := c.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cn := &conn{c: c}
+	cn.setAttached(h)
+	return cn, nil
+}
+
+// take takes a connection from the pool for a caller, unless the breaker
+// refuses: while the circuit is open it fails at once with the breaker's
+// *resilience.RejectedError (errors.Is breaker.ErrOpen, with RetryAfter),
+// so that a caller of a dead or frozen server neither waits for a
+// connection nor takes an idle one; while it is half-open, one caller at a
+// time goes into the pool (dbguard.Guard.Admit), the others fail at once
+// with breaker.ErrHalfOpenFull. A refused or failed take returns the
+// pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed, a
+// *pool.WaitError, a *pool.OverloadError, a *pool.CreateError when the
+// take failed fast while creations fail), or the real driver's own error
+// when making a connection for this caller failed (see takeError).
+func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) {
+	done, err := c.guard.Admit()
+	if err != nil {
+		return pool.Handle[driver.Conn]{}, err
+	}
+	h, err := c.pool.Take(ctx)
+	done()
+	if err != nil {
+		return h, takeError(err)
+	}
+	return h, nil
+}
+
+// takeError is the error of a failed Take as the caller sees it: the real
+// driver's own value when the connection made for this caller failed, as
+// its users expect (or that value wrapped by package dbguard when it
+// opened the circuit, or a dbguard rejection), else the pool's error as it
+// is: among them the *pool.CreateError of a take that failed fast, which
+// carries when the pool tries again (RetryAfter), and which errors.As sees
+// through to the real driver's error.
+func takeError(err error) error {
+	var ce *pool.CreateError
+	if errors.As(err, &ce) && !ce.FailedFast {
+		return ce.Err
+	}
+	return err
+}
+
+// Driver returns respool's Driver.
+func (c *Connector) Driver() driver.Driver { return Driver{} }
+
+// Format prints c, for every verb of package fmt, as its type and its name
+// in quotes: not its fields, which change while it is in use (fmt would
+// read them unsynchronized) and include the connector that holds the DSN.
+func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.Name()) }
+
+// Stats returns the pool's statistics, the truth about physical
+// connections (unlike sql.DB.Stats, which sees connections only while they
+// are in use), and those of the resilience around it (see Stats).
+func (c *Connector) Stats() Stats { return Stats{Stats: c.pool.Stats(), Resilience: c.guard.Stats()} }
+
+// Guard returns the connector's resilience: its breaker and pause, for
+// their state (Stats has a snapshot) or to force them.
+func (c *Connector) Guard() *dbguard.Guard { return c.guard }
+
+// Pool returns the connector's pool, for its Config. Its objects are
+// respool's; RawConn returns the real driver's connection one holds.
+func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
+
+// Close removes c from Connectors at once and closes the pool; sql.DB.Close
+// calls it. It returns at once, as database/sql does with the plain drivers:
+// new takes fail with pool.ErrClosed, idle connections are closed, and
+// connections still in use are closed as they come back (a lost one when the
+// leak detector finds it). With Config.CloseTimeout it waits that long for
+// the last connection to be closed, and returns the pool's error, matching
+// context.DeadlineExceeded, if some are still in use then.
+func (c *Connector) Close() error {
+	c.retire()
+	if c.closeTimeout <= 0 {
+		c.pool.StartClose()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
+	defer cancel()
+	return c.pool.Close(ctx)
+}
+
+// retire is what closing c does besides closing its pool (which a Group
+// closes for all its members at once): c leaves Connectors, and its
+// guard's pause timer stops.
+func (c *Connector) retire() {
+	unregister(c)
+	c.guard.Close()
+}
+
+func driverLabel(cfg Config) string {
+	if cfg.Connector != nil {
+		return fmt.Sprintf("%T", cfg.Connector)
+	}
+	return cfg.DriverName
+}

@@ -1,0 +1,149 @@
+package respool
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/respool/respool/internal/dsnform"
+)
+
+var (
+	// ErrInvalidDSN is matched (errors.Is) by every error ParseDSN returns:
+	// each *DSNError, and the errors for a DSN whose structure cannot be read
+	// (an unterminated quote, an unterminated "[" in a URL host).
+	ErrInvalidDSN = errors.New("respool: invalid DSN")
+	// ErrInvalidConfig is matched (errors.Is) by every error Config.Validate
+	// returns. When the pool configuration is at fault, errors.As also finds
+	// the *pool.ConfigError that names the field.
+	ErrInvalidConfig = errors.New("respool: invalid Config")
+)
+
+// DSNError reports a respool key of a DSN that is not accepted: an unknown
+// respool_ key, a value that does not parse or is out of range, or a key given
+// twice. errors.Is(err, ErrInvalidDSN) is true for it.
+//
+// It never holds the DSN or its password: only the respool key and its value,
+// which are never secrets.
+type DSNError struct {
+	// Key is the respool key as written (percent-decoded in the URL and
+	// mysql forms).
+	Key string
+	// Value is the key's value, decoded as ParseDSN reads it (percent-decoded,
+	// or unquoted in the keyword/value form); raw when it could not be
+	// decoded.
+	Value string
+	// Accepted says what the key accepts, for example "an integer ≥ 1". It is
+	// empty for an unknown key.
+	Accepted string
+	// Suggestion is, for an unknown key, the valid key closest to it, or
+	// empty when none is close.
+	Suggestion string
+	// Duplicate is true when Key appears more than once; Value is then its
+	// second value.
+	Duplicate bool
+}
+
+func (e *DSNError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.Duplicate:
+		b.WriteString("respool: DSN key ")
+		b.WriteString(dsnform.Quote(e.Key))
+		b.WriteString(" is given more than once: want it at most once")
+	case e.Accepted == "":
+		b.WriteString("respool: unknown DSN key ")
+		b.WriteString(dsnform.Quote(e.Key))
+		if e.Suggestion != "" {
+			b.WriteString(" (did you mean ")
+			b.WriteString(dsnform.Quote(e.Suggestion))
+			b.WriteString("?)")
+		} else {
+			b.WriteString("; valid keys: ")
+			b.WriteString(strings.Join(dsnKeyNames(), ", "))
+		}
+	default:
+		b.WriteString("respool: DSN key ")
+		b.WriteString(dsnform.Quote(e.Key))
+		b.WriteString(" has invalid value ")
+		b.WriteString(dsnform.Quote(e.Value))
+		b.WriteString(": want ")
+		b.WriteString(e.Accepted)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidDSN) true.
+func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
+
+// dsnKeyAliases maps spellings that other pools use (pgxpool's pool_ keys,
+// database/sql's setters) to respool's key. They are not accepted; they only
+// lead dsnSuggest to the right key.
+var dsnKeyAliases = map[string]string{
+	"respool_max_connections":          "respool_max_conns",
+	"respool_max_open_conns":           "respool_max_conns",
+	"respool_pool_max_conns":           "respool_max_conns",
+	"respool_min_conns":                "respool_min_idle",
+	"respool_min_idle_conns":           "respool_min_idle",
+	"respool_max_idle_conns":           "respool_min_idle",
+	"respool_idle_timeout":             "respool_max_idle_time",
+	"respool_max_conn_idle_time":       "respool_max_idle_time",
+	"respool_conn_max_idle_time":       "respool_max_idle_time",
+	"respool_max_conn_lifetime":        "respool_max_lifetime",
+	"respool_conn_max_lifetime":        "respool_max_lifetime",
+	"respool_max_conn_lifetime_jitter": "respool_max_lifetime_jitter",
+	"respool_health_check_period":      "respool_validation_interval",
+	"respool_connect_timeout":          "respool_create_timeout",
+	"respool_circuit_breaker":          "respool_breaker",
+	"respool_breaker_enabled":          "respool_breaker",
+	"respool_connect_retries":          "respool_retry_connect",
+	"respool_connect_attempts":         "respool_retry_connect",
+	"respool_backoff":                  "respool_create_backoff",
+	"respool_overload_policy":          "respool_overload",
+	"respool_backpressure":             "respool_back_pressure",
+}
+
+// dsnSuggest returns the valid key closest to key by edit distance (through
+// dsnKeyAliases too), or "" when none is close.
+func dsnSuggest(key string) string {
+	k := strings.ToLower(key)
+	best, bestDist := "", -1
+	consider := func(candidate, suggestion string) {
+		if d := dsnEditDistance(k, candidate); bestDist < 0 || d < bestDist {
+			best, bestDist = suggestion, d
+		}
+	}
+	for _, name := range dsnKeyNames() {
+		consider(name, name)
+	}
+	aliases := slices.Sorted(maps.Keys(dsnKeyAliases))
+	for _, alias := range aliases {
+		consider(alias, dsnKeyAliases[alias])
+	}
+	if bestDist <= max(2, len(k)/5) {
+		return best
+	}
+	return ""
+}
+
+// dsnEditDistance is the Levenshtein distance between a and b, in bytes.
+func dsnEditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

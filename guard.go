@@ -1,0 +1,55 @@
+package respool
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
+)
+
+// Stats is a Connector's snapshot: its pool's Stats (the connections, the
+// effective size, the creations and their failures, the waits), and its
+// Resilience: the breaker's state (Resilience.Breaker.State) and counters,
+// the pause (Resilience.Pause), the retries and the connection attempts.
+// The pool's fields are promoted: s.Total, s.EffectiveMaxObjects.
+type Stats struct {
+	pool.Stats
+	Resilience dbguard.Stats
+}
+
+// guardConfig returns the configuration of the Connector's Guard: Resilience
+// with the pool's name, and a Listener that logs, besides calling
+// Resilience.Listener, what changes the callers' lot (see logEvents).
+func (c *Config) guardConfig(poolName string, logger *slog.Logger) dbguard.Config {
+	gc := c.Resilience
+	if gc.Name == "" {
+		gc.Name = poolName
+	}
+	if gc.Listener == nil {
+		gc.Listener = logEvents(logger, poolName)
+	} else {
+		gc.Listener = resilience.Listeners(gc.Listener, logEvents(logger, poolName))
+	}
+	return gc
+}
+
+// logEvents logs the circuit opening (Warn) and closing again (Info), and
+// a pause beginning (Warn) and ending (Info): a few lines per outage, not
+// one per rejection, failed probe or extension.
+func logEvents(l *slog.Logger, poolName string) resilience.Listener {
+	var paused atomic.Bool
+	return func(e resilience.Event) {
+		switch {
+		case e.Mechanism == "breaker" && e.Kind == resilience.EventStateChange && e.From == "closed" && e.To == "open":
+			l.Warn("circuit opened", "pool", poolName, "probe_in", e.Delay)
+		case e.Mechanism == "breaker" && e.Kind == resilience.EventStateChange && e.To == "closed":
+			l.Info("circuit closed", "pool", poolName)
+		case e.Mechanism == "pause" && e.Kind == resilience.EventPaused && paused.CompareAndSwap(false, true):
+			l.Warn("creations paused", "pool", poolName, "for", e.Delay, "error", e.Err)
+		case e.Mechanism == "pause" && e.Kind == resilience.EventResumed && paused.CompareAndSwap(true, false):
+			l.Info("creations resumed", "pool", poolName)
+		}
+	}
+}
