@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
@@ -26,7 +27,7 @@ type TxConfig struct {
 	// that two transactions that conflicted do not collide again.
 	Delay delay.Strategy
 	// Clock is where the waits are timed; nil means the system clock.
-	Clock resilience.Clock
+	Clock clock.Clock
 	// Listener receives the retry's events (resilience.EventRetry,
 	// EventGiveUp) under the name "tx".
 	Listener resilience.Listener

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 )
@@ -71,8 +73,8 @@ type Config struct {
 	// Classifier says what an error means (see package dbclass); nil means
 	// dbclass's defaults.
 	Classifier *dbclass.Classifier
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives the mechanisms' events (see resilience.Event).
 	Listener resilience.Listener
 }
@@ -191,6 +193,6 @@ func (c Config) validate() (Config, error) {
 	if c.Classifier == nil {
 		c.Classifier, _ = dbclass.New(dbclass.Config{})
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

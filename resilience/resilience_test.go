@@ -102,16 +102,3 @@ func TestListenersFanOut(t *testing.T) {
 		t.Fatal("EventKind names")
 	}
 }
-
-func TestSystemClock(t *testing.T) {
-	if !resilience.IsSystem(resilience.ClockOr(nil)) {
-		t.Fatal("ClockOr(nil) should be the system clock")
-	}
-	tm := resilience.System.NewTimer(time.Hour)
-	if !tm.Stop() {
-		t.Fatal("Stop of a pending timer should report true")
-	}
-	done := make(chan struct{})
-	resilience.System.AfterFunc(0, func() { close(done) })
-	<-done
-}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 )
@@ -83,8 +85,8 @@ type Config struct {
 	// requests exceed K times the accepts. Default 2; at least 1 (below 1
 	// it would reject calls that all succeed).
 	ThrottleK float64
-	// Clock is where time is read. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives state changes, rejections and threshold events.
 	Listener resilience.Listener
 	// Rand returns a uniform float in [0, 1) for the adaptive mode. Default
@@ -164,6 +166,6 @@ func (c Config) validate() (Config, error) {
 		c.IsIgnored = func(err error) bool { return errors.Is(err, context.Canceled) }
 	}
 	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

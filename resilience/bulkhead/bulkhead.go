@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -25,8 +27,8 @@ type Config struct {
 	QueueSize int
 	// MaxWait is the longest a call waits for a slot. Default 10 seconds.
 	MaxWait time.Duration
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives EventRejected and EventQueued.
 	Listener resilience.Listener
 }
@@ -54,7 +56,7 @@ func (c Config) validate() (Config, error) {
 	}
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }
 

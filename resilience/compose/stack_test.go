@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/compose"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/fallback"
@@ -154,7 +154,7 @@ func TestBreakerRejectionMakesRetryWaitUntilHalfOpen(t *testing.T) {
 	if next, _ := clk.Next(); !next.Equal(halfOpenAt) {
 		t.Fatalf("retry waits until %v; want the half-open time %v", next.Sub(start), halfOpenAt.Sub(start))
 	}
-	clk.Set(halfOpenAt)
+	clk.Advance(halfOpenAt.Sub(clk.Now()))
 	res := <-done
 	if res.v != 42 || res.err != nil {
 		t.Fatalf("got %v, %v", res.v, res.err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -37,8 +39,8 @@ type Config struct {
 	// gate closes again. Default false: callers wait behind the gate.
 	NoWait bool
 	// Clock is where time is read and the reopening timer set. Default
-	// resilience.System.
-	Clock resilience.Clock
+	// clock.System().
+	Clock clock.Clock
 	// Listener receives EventPaused, EventProbe, EventResumed, EventQueued
 	// and EventRejected.
 	Listener resilience.Listener
@@ -72,6 +74,6 @@ func (c Config) validate() (Config, error) {
 	c.DefaultPause = cmp.Or(c.DefaultPause, DefaultPause)
 	c.MaxPause = cmp.Or(c.MaxPause, DefaultMaxPause)
 	c.Escalation = cmp.Or(c.Escalation, DefaultEscalation)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -34,7 +36,7 @@ type Pause struct {
 	reopenedAt time.Time     // when the last probe was let through
 	probeGen   uint64        // the probe role handed out last; only its holder's outcome counts
 	waiters    []*waiter     // FIFO
-	timer      resilience.Timer
+	timer      clock.Timer
 	pauses     uint64
 	escalated  uint64
 }
@@ -142,7 +144,7 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 // deadlineOf returns ctx's deadline when the gate's clock is the system's
 // (a context's deadline is in real time), or zero.
 func (p *Pause) deadlineOf(ctx context.Context) time.Time {
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(p.c.Clock) {
 		return dl
 	}
 	return time.Time{}

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -79,8 +81,8 @@ type Config struct {
 	Store Store
 	// Key is the key a Limiter's state has in Store. Default "".
 	Key string
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives rejections, queueing, drains and limit changes.
 	Listener resilience.Listener
 }
@@ -147,6 +149,6 @@ func (c Config) validate() (Config, error) {
 	c.Limit = c.Limit.withDefaults()
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	c.Cost = cmp.Or(c.Cost, 1)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

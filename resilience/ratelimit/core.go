@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -166,7 +167,7 @@ func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) err
 // context's deadline on the real clock.
 func (co *core) waitBudget(ctx context.Context, now time.Time) time.Duration {
 	budget := co.c.MaxWait
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(co.c.Clock) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(co.c.Clock) {
 		budget = min(budget, dl.Sub(now))
 	}
 	return max(budget, 0)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 )
@@ -36,8 +38,8 @@ type Config[T any] struct {
 	// function type as pause.Config.Classify. Default: none (errors that
 	// implement resilience.RetryAfterer are honoured regardless).
 	RetryAfter func(err error) (d time.Duration, ok bool)
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives EventRetry and EventGiveUp.
 	Listener resilience.Listener
 }
@@ -68,7 +70,7 @@ func (c Config[T]) validate() (Config[T], error) {
 	if c.RetryOn == nil {
 		c.RetryOn = retryable
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }
 

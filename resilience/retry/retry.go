@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -113,7 +114,7 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 		r.giveUp(st, err)
 		return false
 	}
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(c.Clock) && time.Now().Add(d).After(dl) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(c.Clock) && time.Now().Add(d).After(dl) {
 		r.giveUp(st, err)
 		return false
 	}
