@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
@@ -69,7 +70,7 @@ func NewTxRunner(cfg TxConfig) (*TxRunner, error) {
 	r, err := retry.New(retry.Config[struct{}]{
 		Name:        "tx",
 		MaxAttempts: cfg.MaxAttempts,
-		Delay:       cfg.Delay.Or(DefaultTxDelay),
+		Delay:       resil.DelayOr(cfg.Delay, DefaultTxDelay),
 		RetryOn:     dbclass.IsTxRetryable,
 		Clock:       cfg.Clock,
 		Listener:    cfg.Listener,

@@ -42,7 +42,7 @@ type Server struct {
 // NewServer validates c and returns a Server.
 func NewServer(c ServerConfig) (*Server, error) {
 	if c.DefaultRetryAfter < 0 {
-		return nil, resilience.Check(false, "httpguard", "DefaultRetryAfter", c.DefaultRetryAfter, "a duration >= 0 (0: 1s)")
+		return nil, resil.Check(false, "httpguard", "DefaultRetryAfter", c.DefaultRetryAfter, "a duration >= 0 (0: 1s)")
 	}
 	if c.DefaultRetryAfter == 0 {
 		c.DefaultRetryAfter = DefaultRetryAfter

@@ -47,11 +47,11 @@ var ErrFull = errors.New("bulkhead full")
 
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resilience.Check(c.MaxConcurrent >= 0, mechanism, "MaxConcurrent", c.MaxConcurrent, "a count >= 0 (0: 25)"),
-		resilience.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
-		resilience.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
+		resil.Check(c.MaxConcurrent >= 0, mechanism, "MaxConcurrent", c.MaxConcurrent, "a count >= 0 (0: 25)"),
+		resil.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
+		resil.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
@@ -127,7 +127,7 @@ func (b *Bulkhead) enterSlow(ctx context.Context) error {
 	b.grantLocked()
 	b.mu.Unlock()
 	b.queued.Add(1)
-	b.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
+	resil.Emit(b.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventQueued, Waiting: n})
 
 	t := b.c.Clock.NewTimer(b.c.MaxWait)
@@ -157,8 +157,8 @@ func (b *Bulkhead) enterSlow(ctx context.Context) error {
 
 func (b *Bulkhead) reject(now time.Time) error {
 	b.rejected.Add(1)
-	err := resilience.Reject(mechanism, b.c.Name, ErrFull, now, time.Time{})
-	b.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
+	err := resil.Reject(mechanism, b.c.Name, ErrFull, now, time.Time{})
+	resil.Emit(b.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventRejected, Err: err})
 	return err
 }

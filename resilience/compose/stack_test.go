@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/bulkhead"
@@ -41,7 +42,7 @@ func (r *recorder) Enter(ctx context.Context) (resilience.Permit, error) {
 	if r.reject > 0 {
 		r.reject--
 		*r.log = append(*r.log, r.name+" rejects")
-		return resilience.Permit{}, resilience.Reject(r.name, "", errors.New("no"), time.Time{}, time.Time{})
+		return resilience.Permit{}, resil.Reject(r.name, "", errors.New("no"), time.Time{}, time.Time{})
 	}
 	*r.log = append(*r.log, "enter "+r.name)
 	return resilience.Permit{}, nil

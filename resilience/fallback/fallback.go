@@ -56,7 +56,7 @@ func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
 		}
 		return v, err
 	}
-	f.c.Listener.Emit(resilience.Event{Time: f.c.Clock.Now(), Mechanism: mechanism, Name: f.c.Name,
+	resil.Emit(f.c.Listener, resilience.Event{Time: f.c.Clock.Now(), Mechanism: mechanism, Name: f.c.Name,
 		Kind: resilience.EventFallback, Err: err})
 	if f.c.Func != nil {
 		return f.c.Func(ctx, err)

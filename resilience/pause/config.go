@@ -63,12 +63,12 @@ var ErrPaused = errors.New("paused: the server asked to slow down")
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resilience.Check(c.DefaultPause >= 0, mechanism, "DefaultPause", c.DefaultPause, "a duration >= 0 (0: 1s)"),
-		resilience.Check(c.MaxPause >= 0, mechanism, "MaxPause", c.MaxPause, "a duration >= 0 (0: 15m)"),
-		resilience.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
-		resilience.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
+		resil.Check(c.DefaultPause >= 0, mechanism, "DefaultPause", c.DefaultPause, "a duration >= 0 (0: 1s)"),
+		resil.Check(c.MaxPause >= 0, mechanism, "MaxPause", c.MaxPause, "a duration >= 0 (0: 15m)"),
+		resil.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
+		resil.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.DefaultPause = cmp.Or(c.DefaultPause, DefaultPause)

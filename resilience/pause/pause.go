@@ -111,7 +111,7 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 	p.waiters = append(p.waiters, w)
 	waiting := len(p.waiters)
 	p.mu.Unlock()
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventQueued, Waiting: waiting})
 	var v verdict
 	select {
@@ -160,8 +160,8 @@ func (p *Pause) cannotWaitLocked(deadline time.Time) bool {
 // reject returns the rejection of a caller by the gate closed until until
 // for reason, and emits it.
 func (p *Pause) reject(now, until time.Time, reason error) error {
-	err := resilience.Reject(mechanism, p.c.Name, ErrPaused, now, until)
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	err := resil.Reject(mechanism, p.c.Name, ErrPaused, now, until)
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventRejected, RetryAt: until, Err: errors.Join(err, reason)})
 	return err
 }
@@ -263,7 +263,7 @@ func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromPro
 		p.timer.Reset(d)
 	}
 	p.rejectWaitersLocked()
-	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
+	resil.Emit(c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
 		Delay: d, RetryAt: until, Waiting: len(p.waiters), Err: reason})
 }
 
@@ -316,7 +316,7 @@ func (p *Pause) passProbeLocked(now time.Time) {
 }
 
 func (p *Pause) emitProbeLocked(now time.Time) {
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventProbe, Waiting: len(p.waiters)})
 }
 
@@ -329,7 +329,7 @@ func (p *Pause) openLocked(now time.Time) {
 	}
 	p.waiters = nil
 	p.reason = nil
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventResumed, Waiting: waiting})
 }
 

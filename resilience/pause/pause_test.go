@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/pause"
@@ -243,7 +244,7 @@ func TestInconclusiveProbePassesOn(t *testing.T) {
 	second := f.enterAsync(f.ctx)
 	f.clk.Advance(time.Second)
 	probe := <-first
-	f.p.Exit(probe.pm, resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
+	f.p.Exit(probe.pm, resil.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
 	if e := <-second; e.pm.Token != 1 {
 		t.Fatalf("second: %+v; want the probe role", e)
 	}

@@ -54,19 +54,19 @@ const mechanism = "retry"
 
 // validate checks c and returns it with the defaults filled in.
 func (c Config[T]) validate() (Config[T], error) {
-	if err := resilience.Check(c.MaxAttempts >= 0, mechanism, "MaxAttempts", c.MaxAttempts, "a count >= 0 (0: 3)"); err != nil {
+	if err := resil.Check(c.MaxAttempts >= 0, mechanism, "MaxAttempts", c.MaxAttempts, "a count >= 0 (0: 3)"); err != nil {
 		return c, err
 	}
-	if err := resilience.Check(c.MaxElapsed >= 0, mechanism, "MaxElapsed", c.MaxElapsed, "a duration >= 0 (0: no bound)"); err != nil {
+	if err := resil.Check(c.MaxElapsed >= 0, mechanism, "MaxElapsed", c.MaxElapsed, "a duration >= 0 (0: no bound)"); err != nil {
 		return c, err
 	}
-	if err := c.Delay.Validate(mechanism, "Delay"); err != nil {
+	if err := resil.CheckDelay(c.Delay, mechanism, "Delay"); err != nil {
 		return c, err
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
-	c.Delay = c.Delay.Or(DefaultDelay)
+	c.Delay = resil.DelayOr(c.Delay, DefaultDelay)
 	if c.RetryOn == nil {
 		c.RetryOn = retryable
 	}

@@ -119,7 +119,7 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 		return false
 	}
 	r.retries.Add(1)
-	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventRetry,
+	resil.Emit(c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventRetry,
 		Attempt: st.attempts, Delay: d, RetryAt: now.Add(d), Err: err})
 	if d <= 0 {
 		if ctx.Err() != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/internal/testctx"
@@ -190,7 +191,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	ctx := testctx.New(t)
 	clk := clocktest.New(time.Time{})
 	until := clk.Now().Add(7 * time.Second)
-	rejected := resilience.Reject("test", "", errTransient, clk.Now(), until)
+	rejected := resil.Reject("test", "", errTransient, clk.Now(), until)
 	r := mustNew(t, retry.Config[int]{Clock: clk, MaxAttempts: 3, Delay: delay.Constants(time.Millisecond),
 		RetryAfter: func(err error) (time.Duration, bool) {
 			var b serverBusy
@@ -231,7 +232,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 func TestRetryAfterPastMaxElapsedGivesUpAtOnce(t *testing.T) {
 	clk := clocktest.New(time.Time{})
 	r := mustNew(t, retry.Config[int]{Clock: clk, MaxElapsed: time.Second})
-	rejected := resilience.Reject("test", "", errTransient, clk.Now(), clk.Now().Add(time.Minute))
+	rejected := resil.Reject("test", "", errTransient, clk.Now(), clk.Now().Add(time.Minute))
 	calls := 0
 	_, err := r.Do(context.Background(), func(context.Context) (int, error) { calls++; return 0, rejected })
 	if _, waiting := clk.Next(); calls != 1 || !errors.Is(err, errTransient) || waiting {

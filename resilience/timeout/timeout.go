@@ -77,7 +77,7 @@ type Timeout struct {
 
 // New returns a Timeout configured by c, or a *resilience.ConfigError.
 func New(c Config) (*Timeout, error) {
-	if err := resilience.Check(c.Timeout >= 0, mechanism, "Timeout", c.Timeout, "a duration >= 0 (0: 10s)"); err != nil {
+	if err := resil.Check(c.Timeout >= 0, mechanism, "Timeout", c.Timeout, "a duration >= 0 (0: 10s)"); err != nil {
 		return nil, err
 	}
 	if c.Timeout == 0 {
@@ -137,7 +137,7 @@ func (t *Timeout) context(ctx context.Context) (context.Context, context.CancelF
 
 func (t *Timeout) fired(err error) error {
 	e := &Error{Name: t.c.Name, Timeout: t.c.Timeout, Err: err}
-	t.c.Listener.Emit(resilience.Event{Time: t.c.Clock.Now(), Mechanism: mechanism, Name: t.c.Name,
+	resil.Emit(t.c.Listener, resilience.Event{Time: t.c.Clock.Now(), Mechanism: mechanism, Name: t.c.Name,
 		Kind: resilience.EventTimeout, Delay: t.c.Timeout, Err: e})
 	return e
 }
