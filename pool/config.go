@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/leak"
 )
 
@@ -137,8 +138,8 @@ type Config struct {
 	// Leak configures leak tracking. The zero value tracks lost handles
 	// through the garbage collector, without stacks.
 	Leak leak.Config
-	// Clock is the source of time. Nil means SystemClock.
-	Clock Clock
+	// Clock is the source of time. Nil means clock.System().
+	Clock clock.Clock
 	// Logger receives the pool's events (see EventKind for each one's
 	// level, and the Attr constants for the attribute names). Nil means
 	// slog.Default().
@@ -272,7 +273,7 @@ func (c Config) withDefaults() Config {
 		c.Overload.Interval = max(DefaultCoDelInterval, c.Overload.Target)
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"time"
+
+	"github.com/respool/respool/clock"
 )
 
 // The creation gate: what the actor does when creations fail.
@@ -48,7 +50,7 @@ type createGate struct {
 	// gate failed as for any error; the next success sets limit to the
 	// objects alive, from which it grows a probe at a time.
 	growFromAlive bool
-	timer         Timer
+	timer         clock.Timer
 	timerC        <-chan time.Time // timer's channel while held
 
 	// Logging at a bounded rate: lineAt is the clock of the last line (0:

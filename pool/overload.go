@@ -112,7 +112,8 @@ func (t *taker[T]) admit(ahead int) error {
 		if now-p.overload.emptyAt.Load() >= int64(p.cfg.Overload.Interval) {
 			t.shedAfter = p.cfg.Overload.Target
 		}
-		t.shed, t.stopShed = p.startTimer(t.shedAfter)
+		t.shedTimer = p.startTimer(t.shedAfter)
+		t.shed = t.shedTimer.C()
 	}
 	return nil
 }

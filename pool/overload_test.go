@@ -16,7 +16,7 @@ func overloadHarness(t *testing.T, cfg Config) (h *harness, out []Handle[*fakeOb
 	h = newHarness(t, cfg)
 	a, b := h.take(), h.take() // each made for a caller that waited: measured
 	w := h.waiting(context.Background(), 1)
-	h.clk.Move(100 * time.Millisecond)
+	h.clk.Advance(100 * time.Millisecond)
 	h.giveBack(a)
 	a = h.result(w).h
 	if s := h.p.Stats(); cfg.Overload.Policy == OverloadDeadline && s.MeanHold != 100*time.Millisecond {
@@ -84,7 +84,7 @@ func TestOverloadDeadlineAtTurnPassesTheObjectOn(t *testing.T) {
 	late := h.takeAsync(h.withDeadline(300 * time.Millisecond))
 	waitUntil(t, "it queues", func() bool { return h.p.Stats().Queued == 3 && blockedInTake(3) })
 	next := h.waiting(context.Background(), 4)
-	h.clk.Move(250 * time.Millisecond) // late has 50ms left
+	h.clk.Advance(250 * time.Millisecond) // late has 50ms left
 	h.giveBack(out[0])
 	h.giveBack(out[1])
 	first, second := h.result(queued[0]), h.result(queued[1])
@@ -143,9 +143,9 @@ func TestOverloadCoDel(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}})
 	a := h.take()
 	w1 := h.waiting(context.Background(), 1) // the queue stops being empty: bounded by Interval
-	h.clk.Move(50 * time.Millisecond)
+	h.clk.Advance(50 * time.Millisecond)
 	w2 := h.waiting(context.Background(), 2) // 50ms later: not overload yet
-	h.clk.Move(50 * time.Millisecond)
+	h.clk.Advance(50 * time.Millisecond)
 	shed := func(w chan takeResult, after time.Duration) {
 		t.Helper()
 		r := h.result(w)
@@ -156,12 +156,12 @@ func TestOverloadCoDel(t *testing.T) {
 	}
 	shed(w1, 100*time.Millisecond)
 	w3 := h.waiting(context.Background(), 2) // the queue has not been empty for 100ms: overload
-	h.clk.Move(5 * time.Millisecond)
+	h.clk.Advance(5 * time.Millisecond)
 	shed(w3, 5*time.Millisecond)
 	if !pending(w2) {
 		t.Fatal("a caller that joined before overload was shed at Target")
 	}
-	h.clk.Move(45 * time.Millisecond)
+	h.clk.Advance(45 * time.Millisecond)
 	shed(w2, 100*time.Millisecond)
 	if s := h.p.Stats(); s.Overloaded != 3 {
 		t.Fatalf("Overloaded = %d, want 3", s.Overloaded)
