@@ -27,10 +27,11 @@ func (c *Config) guardConfig(poolName string, logger *slog.Logger) dbguard.Confi
 	if gc.Name == "" {
 		gc.Name = poolName
 	}
-	if gc.Listener == nil {
-		gc.Listener = logEvents(logger, poolName)
+	logged := logEvents(logger, poolName)
+	if user := gc.Listener; user != nil {
+		gc.Listener = func(e resilience.Event) { user(e); logged(e) }
 	} else {
-		gc.Listener = resilience.Listeners(gc.Listener, logEvents(logger, poolName))
+		gc.Listener = logged
 	}
 	return gc
 }

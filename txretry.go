@@ -171,18 +171,15 @@ type txSteps[Tx any] struct {
 }
 
 func runTx[Tx any](ctx context.Context, r *TxRunner, s txSteps[Tx], fn func(Tx) error) error {
-	st := r.retry.Begin()
-	for {
-		err := attemptTx(ctx, s, fn, st.Attempts()+1)
-		if r.retry.Next(ctx, &st, struct{}{}, err) {
-			continue
-		}
-		_, err = r.retry.End(&st, struct{}{}, err)
-		if st.Attempts() > 1 && dbclass.IsTxRetryable(err) {
-			return fmt.Errorf("respool: transaction rolled back by the server on each of %d attempts: %w", st.Attempts(), err)
-		}
-		return err
+	attempts := 0
+	_, err := r.retry.Do(ctx, func(ctx context.Context) (struct{}, error) {
+		attempts++
+		return struct{}{}, attemptTx(ctx, s, fn, attempts)
+	})
+	if attempts > 1 && dbclass.IsTxRetryable(err) {
+		return fmt.Errorf("respool: transaction rolled back by the server on each of %d attempts: %w", attempts, err)
 	}
+	return err
 }
 
 // attemptTx runs the transaction once. A panic of fn rolls it back and

@@ -221,7 +221,7 @@ func TestRunInTxWaitsBetweenAttempts(t *testing.T) {
 	m.ExpectExec("UPDATE t SET n = n + 1").WillReturnError(errSerialization)
 	m.ExpectRollback()
 	clk := clocktest.New(time.Unix(0, 0))
-	r := mustRunner(t, TxConfig{Clock: clk, Delay: delay.Constants(time.Second)})
+	r := mustRunner(t, TxConfig{Clock: clk, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.RunInTx(ctx, db, nil, update) }()

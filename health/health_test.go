@@ -167,7 +167,9 @@ func TestBreakerOpenAndPauseMakeItNotReady(t *testing.T) {
 	if rep.Breaker == nil || rep.Breaker.State != breaker.Open {
 		t.Fatalf("report breaker = %+v, want open", rep.Breaker)
 	}
-	b.Reset()
+	if err := b.TransitionTo(breaker.Closed); err != nil {
+		t.Fatal(err)
+	}
 	pa.Hold(time.Minute, errors.New("too many connections for role \"app\" (password=hunter2)"))
 	rd = c.Ready(context.Background())
 	if rd.Ready || !strings.Contains(rd.Pools[0].Reason, "paused") || !rd.Pools[0].RetryAt.Equal(clock.Now().Add(time.Minute)) {

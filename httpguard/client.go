@@ -151,22 +151,24 @@ func retryable(err error) bool {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	st := t.retry.Begin()
-	for attempt := 0; ; attempt++ {
+	attempt := 0
+	var prev *http.Response // the last 429 or 503, its body in memory
+	resp, err := t.retry.Do(ctx, func(ctx context.Context) (*http.Response, error) {
+		if prev != nil {
+			prev.Body.Close()
+		}
 		resp, err := t.attempt(ctx, req, attempt, replayable)
-		if !t.retry.Next(ctx, &st, resp, err) {
-			if resp != nil {
-				return resp, nil // the last 429 or 503 is the server's own answer
-			}
-			if nr, ok := err.(noRetry); ok {
-				err = nr.error
-			}
-			return nil, err
-		}
-		if resp != nil {
-			resp.Body.Close()
-		}
+		attempt++
+		prev = resp
+		return resp, err
+	})
+	if resp != nil {
+		return resp, nil // the last 429 or 503 is the server's own answer
 	}
+	if nr, ok := err.(noRetry); ok {
+		err = nr.error
+	}
+	return nil, err
 }
 
 // attempt makes one attempt: its response, and for a 429 or 503 a

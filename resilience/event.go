@@ -25,13 +25,12 @@ const (
 	EventThreshold                         // a threshold was crossed without a transition (metrics-only): Err
 	EventTimeout                           // an operation ran past its deadline
 	EventFallback                          // a fallback replaced a failure: Err
-	EventReset                             // state was reset by hand
 	numEventKinds
 )
 
 var eventNames = [numEventKinds]string{"", "state_change", "rejected", "retry", "give_up",
 	"paused", "resumed", "probe", "queued", "drained", "limit_changed", "threshold",
-	"timeout", "fallback", "reset"}
+	"timeout", "fallback"}
 
 func (k EventKind) String() string {
 	if k == 0 || k >= numEventKinds {
@@ -60,53 +59,67 @@ type Event struct {
 // and must not call back into the mechanism. Success paths emit no event.
 type Listener func(Event)
 
-// Attribute names of a logged Event; they are stable.
+// Attribute names of a logged Event; they are stable (see LogListener).
 const (
-	AttrMechanism = "mechanism"
-	AttrName      = "name"
-	AttrEvent     = "event"
-	AttrFrom      = "from"
-	AttrTo        = "to"
-	AttrAttempt   = "attempt"
-	AttrDelay     = "delay"
-	AttrRetryAt   = "retry_at"
-	AttrWaiting   = "waiting"
-	AttrError     = "error"
+	attrMechanism = "mechanism"
+	attrName      = "name"
+	attrEvent     = "event"
+	attrFrom      = "from"
+	attrTo        = "to"
+	attrAttempt   = "attempt"
+	attrDelay     = "delay"
+	attrRetryAt   = "retry_at"
+	attrWaiting   = "waiting"
+	attrError     = "error"
 )
 
-// Attrs returns e's fields as slog attributes under the stable Attr names,
+// attrs returns e's fields as slog attributes under the stable names,
 // leaving out those that are zero (Time is the record's own).
-func (e Event) Attrs() []slog.Attr {
+func (e Event) attrs() []slog.Attr {
 	as := make([]slog.Attr, 0, 8)
-	as = append(as, slog.String(AttrMechanism, e.Mechanism))
+	as = append(as, slog.String(attrMechanism, e.Mechanism))
 	if e.Name != "" {
-		as = append(as, slog.String(AttrName, e.Name))
+		as = append(as, slog.String(attrName, e.Name))
 	}
-	as = append(as, slog.String(AttrEvent, e.Kind.String()))
+	as = append(as, slog.String(attrEvent, e.Kind.String()))
 	if e.From != "" || e.To != "" {
-		as = append(as, slog.String(AttrFrom, e.From), slog.String(AttrTo, e.To))
+		as = append(as, slog.String(attrFrom, e.From), slog.String(attrTo, e.To))
 	}
 	if e.Attempt != 0 {
-		as = append(as, slog.Int(AttrAttempt, e.Attempt))
+		as = append(as, slog.Int(attrAttempt, e.Attempt))
 	}
 	if e.Delay != 0 {
-		as = append(as, slog.Duration(AttrDelay, e.Delay))
+		as = append(as, slog.Duration(attrDelay, e.Delay))
 	}
 	if !e.RetryAt.IsZero() {
-		as = append(as, slog.Time(AttrRetryAt, e.RetryAt))
+		as = append(as, slog.Time(attrRetryAt, e.RetryAt))
 	}
 	if e.Waiting != 0 {
-		as = append(as, slog.Int(AttrWaiting, e.Waiting))
+		as = append(as, slog.Int(attrWaiting, e.Waiting))
 	}
 	if e.Err != nil {
-		as = append(as, slog.String(AttrError, e.Err.Error()))
+		as = append(as, slog.String(attrError, e.Err.Error()))
 	}
 	return as
 }
 
 // LogListener returns a Listener that logs every event to l with the
-// message "resilience" and the attributes of Event.Attrs: rejections,
-// give-ups, pauses and timeouts at Warn, the rest at Info.
+// message "resilience": rejections, give-ups, pauses, timeouts and
+// thresholds at Warn, the rest at Info. The record's time is the event's,
+// and its attributes have stable names; those of zero fields are left out:
+//
+//	mechanism  Event.Mechanism ("breaker", "retry", ...)
+//	name       Event.Name
+//	event      Event.Kind's String ("state_change", "rejected", ...)
+//	from, to   Event.From and Event.To (both, or neither)
+//	attempt    Event.Attempt
+//	delay      Event.Delay
+//	retry_at   Event.RetryAt
+//	waiting    Event.Waiting
+//	error      Event.Err's message
+//
+// To log to several places, or to log and count, call each Listener from
+// one of your own: func(e Event) { log(e); count(e) }.
 func LogListener(l *slog.Logger) Listener {
 	return func(e Event) {
 		level := slog.LevelInfo
@@ -118,18 +131,7 @@ func LogListener(l *slog.Logger) Listener {
 			return
 		}
 		r := slog.NewRecord(e.Time, level, "resilience", 0)
-		r.AddAttrs(e.Attrs()...)
+		r.AddAttrs(e.attrs()...)
 		_ = l.Handler().Handle(context.Background(), r)
-	}
-}
-
-// Listeners returns a Listener that calls each of ls in order.
-func Listeners(ls ...Listener) Listener {
-	return func(e Event) {
-		for _, l := range ls {
-			if l != nil {
-				l(e)
-			}
-		}
 	}
 }

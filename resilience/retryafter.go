@@ -11,20 +11,18 @@ import (
 // guard inside it rejected the call, and then records nothing.
 var ErrRejected = errors.New("resilience: rejected")
 
-// RetryAfterer is implemented by errors that know the earliest time a retry
-// can succeed: a breaker's rejection (its half-open time), a limiter's
-// (when the permits are back), a pause's (when the gate reopens), or a
-// server's own value wrapped by the caller. The time is on the Clock of the
-// mechanism that made the error. Retry waits until it instead of using its
-// delay strategy.
-type RetryAfterer interface {
-	RetryAfter() time.Time
-}
-
 // RetryAfter returns the retry-after time carried by err or any error it
 // wraps, and whether there was one. A zero time counts as none.
+//
+// An error carries one with a method RetryAfter() time.Time: the earliest
+// time a retry can succeed. A breaker's rejection has it (its half-open
+// time), a limiter's (when the permits are back), a pause's (when the gate
+// reopens); so may a server's own value, wrapped by the caller in an error
+// of its own with that method. The time is on the Clock of the mechanism
+// that made the error. A retry waits until it instead of using its delay
+// strategy; a pause holds until it.
 func RetryAfter(err error) (time.Time, bool) {
-	var ra RetryAfterer
+	var ra interface{ RetryAfter() time.Time }
 	if !errors.As(err, &ra) {
 		return time.Time{}, false
 	}

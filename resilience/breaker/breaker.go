@@ -65,7 +65,7 @@ func New(c Config) (*Breaker, error) {
 		return nil, err
 	}
 	b := &Breaker{c: c, epoch: c.Clock.Now(), adaptive: c.Mode == Adaptive}
-	b.needNow = c.SlowCallDuration > 0 || c.Window == TimeWindow
+	b.needNow = c.SlowCallDuration > 0 || c.Mode == TimeWindow
 	if b.adaptive {
 		b.throttle = newTimeWindow(int64(c.WindowDuration), c.WindowBuckets)
 	}
@@ -78,7 +78,7 @@ var _ resilience.Guard = (*Breaker)(nil)
 
 // newWindow returns an empty window for generation gen.
 func (b *Breaker) newWindow(gen uint64) *windowBox {
-	if b.c.Window == TimeWindow {
+	if b.c.Mode == TimeWindow {
 		return &windowBox{newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets), gen}
 	}
 	return &windowBox{newCountWindow(b.c.WindowSize), gen}
@@ -354,33 +354,29 @@ func (b *Breaker) State() State {
 }
 
 // TransitionTo moves the breaker to s as an automatic transition would
-// (to Open: the next OpenDelay; to Closed: a fresh window). In Adaptive
-// mode Open and HalfOpen return ErrState.
+// (to Open: the next OpenDelay). To Closed it starts afresh: an empty
+// window, no openings in a row, the open delay back to its first value,
+// and in Adaptive mode an empty throttling window. Calls admitted before a
+// transition are not recorded when they end. In Adaptive mode Open and
+// HalfOpen are refused with an error naming them.
 func (b *Breaker) TransitionTo(s State) error {
-	if s >= numStates || (b.adaptive && (s == Open || s == HalfOpen)) {
-		return ErrState
+	switch {
+	case s >= numStates:
+		return fmt.Errorf("%w: State(%d) is none", errState, uint8(s))
+	case b.adaptive && (s == Open || s == HalfOpen):
+		return fmt.Errorf("%w: Adaptive mode has no %v", errState, s)
 	}
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if s == Closed {
+		b.lastDelay = 0
+		if b.throttle != nil {
+			b.throttle = newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets)
+		}
+	}
 	b.toLocked(s, now)
 	return nil
-}
-
-// Reset returns the breaker to a fresh Closed: an empty window, no
-// openings in a row.
-func (b *Breaker) Reset() {
-	now := b.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.openings, b.lastDelay = 0, 0
-	if b.throttle != nil {
-		b.throttle = newTimeWindow(int64(b.c.WindowDuration), b.c.WindowBuckets)
-	}
-	from := b.load()
-	b.publishLocked(from, Closed)
-	resil.Emit(b.c.Listener, resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
-		Kind: resilience.EventReset, From: from.state().String(), To: Closed.String()})
 }
 
 // Stats is a snapshot of a Breaker.
@@ -397,7 +393,7 @@ type Stats struct {
 	OpenUntil         time.Time // when Open ends
 	Openings          int       // openings in a row
 	Rejected          uint64    // calls rejected, ever
-	Transitions       uint64    // transitions and resets, ever
+	Transitions       uint64    // transitions, ever
 }
 
 // Stats returns a snapshot, making any transition due first.
@@ -456,7 +452,7 @@ func (b *Breaker) exitAdaptive(p resilience.Permit, o outcome, ok bool, now int6
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.word.Load() != p.Token {
-		return // admitted before Reset or a manual transition: another window
+		return // admitted before a manual transition: another window
 	}
 	if ok {
 		b.throttle.addLocked(now, 0, 1, 0) // an accept

@@ -101,7 +101,7 @@ func TestCountWindowForgetsOldFailures(t *testing.T) {
 // matching ErrOpen whose retry-after is the half-open time; and that the
 // circuit half-opens exactly then.
 func TestOpenRejectsUntilHalfOpenTime(t *testing.T) {
-	f := newFixture(t, breaker.Config{WindowSize: 2, OpenDelay: delay.Constants(30 * time.Second)})
+	f := newFixture(t, breaker.Config{WindowSize: 2, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: 30 * time.Second}})
 	f.calls(2, errDown)
 	opened := f.clk.Now()
 	f.clk.Advance(30*time.Second - 1)
@@ -121,7 +121,7 @@ func TestOpenRejectsUntilHalfOpenTime(t *testing.T) {
 }
 
 func TestHalfOpenPermitsThenCloses(t *testing.T) {
-	f := newFixture(t, breaker.Config{WindowSize: 2, HalfOpenCalls: 3, OpenDelay: delay.Constants(time.Second)})
+	f := newFixture(t, breaker.Config{WindowSize: 2, HalfOpenCalls: 3, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	f.calls(2, errDown)
 	f.clk.Advance(time.Second)
 	var permits []resilience.Permit
@@ -153,7 +153,7 @@ func TestHalfOpenPermitsThenCloses(t *testing.T) {
 // cap, and that closing resets it.
 func TestOpenDelayGrowsWhileTrialsFail(t *testing.T) {
 	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1,
-		OpenDelay: delay.Exponentials(time.Second, 3*time.Second)})
+		OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: time.Second, Multiplier: 2, Max: 3 * time.Second}})
 	f.calls(1, errDown)
 	for _, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
 		s := f.b.Stats()
@@ -176,7 +176,7 @@ func TestOpenDelayGrowsWhileTrialsFail(t *testing.T) {
 
 func TestHalfOpenMaxWait(t *testing.T) {
 	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 2, HalfOpenMaxWait: 5 * time.Second,
-		OpenDelay: delay.Constants(time.Second)})
+		OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	f.calls(1, errDown)
 	f.clk.Advance(time.Second)
 	p, err := f.b.Enter(context.Background()) // one trial, and the second never comes
@@ -209,7 +209,7 @@ func TestSlowCallsOpen(t *testing.T) {
 }
 
 func TestTimeWindow(t *testing.T) {
-	f := newFixture(t, breaker.Config{Window: breaker.TimeWindow, WindowDuration: 10 * time.Second,
+	f := newFixture(t, breaker.Config{Mode: breaker.TimeWindow, WindowDuration: 10 * time.Second,
 		WindowBuckets: 10, MinimumCalls: 4, FailureRate: 0.5})
 	f.calls(2, errDown)
 	f.clk.Advance(10 * time.Second) // both failures leave the window
@@ -227,7 +227,7 @@ func TestTimeWindow(t *testing.T) {
 }
 
 func TestTimeWindowSlidesByBucket(t *testing.T) {
-	f := newFixture(t, breaker.Config{Window: breaker.TimeWindow, WindowDuration: 10 * time.Second,
+	f := newFixture(t, breaker.Config{Mode: breaker.TimeWindow, WindowDuration: 10 * time.Second,
 		WindowBuckets: 10, MinimumCalls: 1})
 	f.calls(1, nil)
 	f.clk.Advance(10*time.Second - 1)
@@ -245,7 +245,7 @@ func TestTimeWindowSlidesByBucket(t *testing.T) {
 // must not close it, whether or not anyone looked at the state meanwhile.
 func TestHalfOpenMaxWaitAppliesToLateTrials(t *testing.T) {
 	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxWait: 5 * time.Second,
-		OpenDelay: delay.Constants(time.Second)})
+		OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	f.calls(1, errDown)
 	f.clk.Advance(time.Second)
 	p, err := f.b.Enter(context.Background())
@@ -270,8 +270,8 @@ func TestHalfOpenMaxWaitReopensAtItsDueTime(t *testing.T) {
 		delay    delay.Strategy
 		openedAt time.Duration // the reopening's end, from the start
 	}{
-		{"constant", delay.Constants(5 * time.Second), 11 * time.Second},
-		{"exponential", delay.Exponentials(5*time.Second, time.Minute), 16 * time.Second},
+		{"constant", delay.Strategy{Kind: delay.Constant, Initial: 5 * time.Second}, 11 * time.Second},
+		{"exponential", delay.Strategy{Kind: delay.Exponential, Initial: 5 * time.Second, Multiplier: 2, Max: time.Minute}, 16 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxWait: time.Second,
@@ -326,7 +326,7 @@ func TestMinimumCallsAboveWindowSize(t *testing.T) {
 		t.Fatalf("err %v; want a ConfigError on MinimumCalls", err)
 	}
 	// A time window may hold any number of calls.
-	if _, err := breaker.New(breaker.Config{Window: breaker.TimeWindow, WindowSize: 5, MinimumCalls: 10}); err != nil {
+	if _, err := breaker.New(breaker.Config{Mode: breaker.TimeWindow, WindowSize: 5, MinimumCalls: 10}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -336,7 +336,7 @@ func TestMinimumCallsAboveWindowSize(t *testing.T) {
 // and in HalfOpen admits while a trial permit is free but leaves it to
 // the next Enter, then rejects once it is taken.
 func TestCheckTakesNoPermit(t *testing.T) {
-	f := newFixture(t, breaker.Config{WindowSize: 2, HalfOpenCalls: 1, OpenDelay: delay.Constants(time.Second)})
+	f := newFixture(t, breaker.Config{WindowSize: 2, HalfOpenCalls: 1, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	if err := f.b.Check(); err != nil {
 		t.Fatalf("Check while closed: %v", err)
 	}

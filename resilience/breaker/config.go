@@ -13,22 +13,16 @@ import (
 	"github.com/respool/respool/resilience/delay"
 )
 
-// Mode is how the breaker decides to reject.
+// Mode is how the breaker decides to reject: a state machine over a
+// sliding window of outcomes, counted (CountWindow, the default) or timed
+// (TimeWindow), or Google SRE's client-side throttling (Adaptive).
 type Mode uint8
 
 // The modes.
 const (
-	Threshold Mode = iota // a state machine over a sliding window of outcomes
-	Adaptive              // Google SRE client-side throttling
-)
-
-// WindowKind is the kind of sliding window.
-type WindowKind uint8
-
-// The kinds of window.
-const (
-	CountWindow WindowKind = iota // the last WindowSize calls
-	TimeWindow                    // the calls of the last WindowDuration
+	CountWindow Mode = iota // a state machine over the last WindowSize calls
+	TimeWindow              // a state machine over the calls of the last WindowDuration
+	Adaptive                // Google SRE client-side throttling over WindowDuration
 )
 
 // Config configures a Breaker. The zero value of every field is the default
@@ -36,11 +30,8 @@ const (
 type Config struct {
 	// Name appears in events and errors.
 	Name string
-	// Mode: Threshold (default) or Adaptive.
+	// Mode: CountWindow (default), TimeWindow or Adaptive.
 	Mode Mode
-	// Window is the kind of sliding window (Threshold mode). Default
-	// CountWindow.
-	Window WindowKind
 	// WindowSize is the count window's size in calls. Default 100.
 	WindowSize int
 	// WindowDuration is the time window's span, and the adaptive mode's.
@@ -94,29 +85,30 @@ type Config struct {
 	Rand func() float64
 }
 
-// Defaults of the zero Config.
+// Defaults of the zero Config, written on its fields.
 const (
-	DefaultWindowSize     = 100
-	DefaultWindowDuration = time.Minute
-	DefaultThrottleWindow = 2 * time.Minute
-	DefaultWindowBuckets  = 10
-	DefaultMinimumCalls   = 100
-	DefaultFailureRate    = 0.5
-	DefaultSlowCallRate   = 1.0
-	DefaultHalfOpenCalls  = 10
-	DefaultThrottleK      = 2.0
+	defaultWindowSize     = 100
+	defaultWindowDuration = time.Minute
+	defaultThrottleWindow = 2 * time.Minute
+	defaultWindowBuckets  = 10
+	defaultMinimumCalls   = 100
+	defaultFailureRate    = 0.5
+	defaultSlowCallRate   = 1.0
+	defaultHalfOpenCalls  = 10
+	defaultThrottleK      = 2.0
 )
 
-// DefaultOpenDelay is the OpenDelay of the zero Config.
-var DefaultOpenDelay = delay.Strategy{Kind: delay.Exponential, Initial: 5 * time.Second, Multiplier: 2, Max: time.Minute}
+// defaultOpenDelay is the OpenDelay of the zero Config.
+func defaultOpenDelay() delay.Strategy {
+	return delay.Strategy{Kind: delay.Exponential, Initial: 5 * time.Second, Multiplier: 2, Max: time.Minute}
+}
 
 const mechanism = "breaker"
 
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resil.Check(c.Mode <= Adaptive, mechanism, "Mode", c.Mode, "Threshold or Adaptive"),
-		resil.Check(c.Window <= TimeWindow, mechanism, "Window", c.Window, "CountWindow or TimeWindow"),
+		resil.Check(c.Mode <= Adaptive, mechanism, "Mode", c.Mode, "CountWindow, TimeWindow or Adaptive"),
 		resil.Check(c.WindowSize >= 0, mechanism, "WindowSize", c.WindowSize, "a count >= 0 (0: 100)"),
 		resil.Check(c.WindowDuration >= 0, mechanism, "WindowDuration", c.WindowDuration, "a duration >= 0 (0: 1m)"),
 		resil.Check(c.WindowBuckets >= 0, mechanism, "WindowBuckets", c.WindowBuckets, "a count >= 0 (0: 10)"),
@@ -133,39 +125,39 @@ func (c Config) validate() (Config, error) {
 	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
-	c.WindowSize = cmp.Or(c.WindowSize, DefaultWindowSize)
+	c.WindowSize = cmp.Or(c.WindowSize, defaultWindowSize)
 	if c.WindowDuration == 0 {
-		c.WindowDuration = DefaultWindowDuration
+		c.WindowDuration = defaultWindowDuration
 		if c.Mode == Adaptive {
-			c.WindowDuration = DefaultThrottleWindow
+			c.WindowDuration = defaultThrottleWindow
 		}
 	}
-	c.WindowBuckets = cmp.Or(c.WindowBuckets, DefaultWindowBuckets)
+	c.WindowBuckets = cmp.Or(c.WindowBuckets, defaultWindowBuckets)
 	if err := resil.Check(c.WindowDuration/time.Duration(c.WindowBuckets) > 0, mechanism, "WindowBuckets",
 		c.WindowBuckets, "at most WindowDuration in nanoseconds"); err != nil {
 		return c, err
 	}
 	if c.MinimumCalls == 0 {
-		c.MinimumCalls = DefaultMinimumCalls
-		if c.Window == CountWindow {
+		c.MinimumCalls = defaultMinimumCalls
+		if c.Mode == CountWindow {
 			c.MinimumCalls = min(c.MinimumCalls, c.WindowSize)
 		}
 	}
-	if err := resil.Check(c.Window != CountWindow || c.Mode == Adaptive || c.MinimumCalls <= c.WindowSize,
+	if err := resil.Check(c.Mode != CountWindow || c.MinimumCalls <= c.WindowSize,
 		mechanism, "MinimumCalls", c.MinimumCalls, fmt.Sprintf("at most WindowSize (%d) for a count window", c.WindowSize)); err != nil {
 		return c, err
 	}
-	c.FailureRate = cmp.Or(c.FailureRate, DefaultFailureRate)
-	c.SlowCallRate = cmp.Or(c.SlowCallRate, DefaultSlowCallRate)
-	c.HalfOpenCalls = cmp.Or(c.HalfOpenCalls, DefaultHalfOpenCalls)
-	c.OpenDelay = resil.DelayOr(c.OpenDelay, DefaultOpenDelay)
+	c.FailureRate = cmp.Or(c.FailureRate, defaultFailureRate)
+	c.SlowCallRate = cmp.Or(c.SlowCallRate, defaultSlowCallRate)
+	c.HalfOpenCalls = cmp.Or(c.HalfOpenCalls, defaultHalfOpenCalls)
+	c.OpenDelay = resil.DelayOr(c.OpenDelay, defaultOpenDelay())
 	if c.IsFailure == nil {
 		c.IsFailure = func(error) bool { return true }
 	}
 	if c.IsIgnored == nil {
 		c.IsIgnored = func(err error) bool { return errors.Is(err, context.Canceled) }
 	}
-	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
+	c.ThrottleK = cmp.Or(c.ThrottleK, defaultThrottleK)
 	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

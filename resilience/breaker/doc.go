@@ -1,11 +1,13 @@
 // Package breaker is a circuit breaker: it fails calls fast while the
 // service behind it is failing, and lets a few through to test it again.
 //
-// In the default Threshold mode the breaker is a state machine:
+// In the CountWindow (default) and TimeWindow modes the breaker is a state
+// machine:
 //
 //   - Closed: calls run and their outcomes are recorded in a sliding window,
-//     count-based (the last WindowSize calls) or time-based (the calls of
-//     the last WindowDuration, in WindowBuckets buckets). Once the window
+//     count-based (CountWindow: the last WindowSize calls) or time-based
+//     (TimeWindow: the calls of the last WindowDuration, in WindowBuckets
+//     buckets). Once the window
 //     holds MinimumCalls calls and the failure rate reaches FailureRate, or
 //     the rate of calls slower than SlowCallDuration reaches SlowCallRate,
 //     the circuit opens.
@@ -22,7 +24,8 @@
 // ForcedClosed admits everything and keeps recording; MetricsOnly admits
 // everything, records, and emits EventThreshold where it would have opened;
 // Disabled admits everything and records nothing. TransitionTo moves to any
-// state, Reset returns to a fresh Closed.
+// state; TransitionTo(Closed) starts afresh (an empty window, the open delay
+// back to its first value).
 //
 // In Adaptive mode the breaker has no open state; it is Google SRE's
 // client-side throttling: it rejects each call locally with probability

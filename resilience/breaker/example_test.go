@@ -16,7 +16,7 @@ func Example() {
 		Name:         "orders-db",
 		WindowSize:   4, // judge the last 4 calls
 		FailureRate:  0.5,
-		OpenDelay:    delay.Constants(30 * time.Second),
+		OpenDelay:    delay.Strategy{Kind: delay.Constant, Initial: 30 * time.Second},
 		MinimumCalls: 4,
 	})
 	if err != nil {

@@ -13,14 +13,13 @@ import (
 var errStale = errors.New("down before the transition")
 
 // TestStaleFailureMissesTheFreshWindow forces the interleaving in which a
-// call admitted before Reset or TransitionTo ends while the transition is
+// call admitted before TransitionTo ends while the transition is
 // half done: the new window is stored, the new word is not yet. The Exit
 // still finds its generation's word, but must not record its failure in
 // the window of the next generation (where it would count against a
-// service that the reset has just declared healthy).
+// service that the transition has just declared healthy).
 func TestStaleFailureMissesTheFreshWindow(t *testing.T) {
 	transitions := map[string]func(*Breaker){
-		"Reset":                     (*Breaker).Reset,
 		"TransitionTo(Closed)":      func(b *Breaker) { _ = b.TransitionTo(Closed) },
 		"TransitionTo(MetricsOnly)": func(b *Breaker) { _ = b.TransitionTo(MetricsOnly) },
 	}
@@ -54,11 +53,11 @@ func TestStaleFailureMissesTheFreshWindow(t *testing.T) {
 	}
 }
 
-// TestStressStaleFailuresAcrossResets lets the interleaving happen by
-// itself: callers admitted before a Reset end with failures while Reset
+// TestStressStaleFailuresAcrossTransitionsToClosed lets the interleaving happen by
+// itself: callers admitted before a TransitionTo(Closed) end with failures while it
 // runs. No call is admitted after it, so the fresh window must stay empty
 // whatever the interleaving. Bounded: 300 rounds of 8 callers.
-func TestStressStaleFailuresAcrossResets(t *testing.T) {
+func TestStressStaleFailuresAcrossTransitionsToClosed(t *testing.T) {
 	b, err := New(Config{Clock: clocktest.New(time.Time{}), WindowSize: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -84,11 +83,11 @@ func TestStressStaleFailuresAcrossResets(t *testing.T) {
 		}
 		admitted.Wait()
 		close(start)
-		b.Reset()
+		_ = b.TransitionTo(Closed)
 		done.Wait()
 		if s := b.Stats(); s.Calls != 0 {
-			t.Fatalf("round %d: the window after Reset holds %d failures of %d calls admitted before it", round, s.Failures, s.Calls)
+			t.Fatalf("round %d: the window after TransitionTo(Closed) holds %d failures of %d calls admitted before it", round, s.Failures, s.Calls)
 		}
-		b.Reset() // the failures that ended before the Reset are in the old window: start clean
+		_ = b.TransitionTo(Closed) // the failures that ended before it are in the old window: start clean
 	}
 }

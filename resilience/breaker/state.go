@@ -6,7 +6,7 @@ import "errors"
 type State uint8
 
 // The states. Closed, Open and HalfOpen follow one another by themselves;
-// the others hold until TransitionTo or Reset.
+// the others hold until TransitionTo.
 const (
 	Closed State = iota
 	Open
@@ -39,9 +39,8 @@ var (
 	ErrThrottled    = errors.New("throttled: the service is failing")
 )
 
-// ErrState is returned by TransitionTo for a state the breaker's mode has
-// not.
-var ErrState = errors.New("breaker: state not available in this mode")
+// errState is TransitionTo's error for a state the breaker's mode has not.
+var errState = errors.New("breaker: TransitionTo")
 
 // word packs a state and the generation that began with it: every
 // transition starts a new generation, and an outcome whose permit is of an

@@ -3,6 +3,7 @@ package breaker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,8 +75,8 @@ func TestDisabledRecordsNothing(t *testing.T) {
 	f.want(breaker.Closed)
 }
 
-func TestManualTransitionsAndReset(t *testing.T) {
-	f := newFixture(t, breaker.Config{WindowSize: 2, OpenDelay: delay.Exponentials(time.Second, time.Minute)})
+func TestManualTransitionsAndTransitionToClosedStartsAfresh(t *testing.T) {
+	f := newFixture(t, breaker.Config{WindowSize: 2, OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: time.Second, Multiplier: 2, Max: time.Minute}})
 	if err := f.b.TransitionTo(breaker.Open); err != nil {
 		t.Fatal(err)
 	}
@@ -88,18 +89,20 @@ func TestManualTransitionsAndReset(t *testing.T) {
 	if got := f.b.Stats().OpenUntil.Sub(f.clk.Now()); got != 2*time.Second {
 		t.Fatalf("open for %v; want 2s (second opening)", got)
 	}
-	f.b.Reset()
+	if err := f.b.TransitionTo(breaker.Closed); err != nil {
+		t.Fatal(err)
+	}
 	f.want(breaker.Closed)
 	f.calls(1, errDown)
 	if s := f.b.Stats(); s.Calls != 1 || s.Openings != 0 {
-		t.Fatalf("after reset: %+v; want a fresh window", s)
+		t.Fatalf("after TransitionTo(Closed): %+v; want a fresh window", s)
 	}
 	f.calls(1, errDown)
 	if got := f.b.Stats().OpenUntil.Sub(f.clk.Now()); got != time.Second {
-		t.Fatalf("open for %v after reset; want 1s", got)
+		t.Fatalf("open for %v after TransitionTo(Closed); want 1s", got)
 	}
-	if err := f.b.TransitionTo(breaker.State(99)); !errors.Is(err, breaker.ErrState) {
-		t.Fatalf("unknown state: %v; want ErrState", err)
+	if err := f.b.TransitionTo(breaker.State(99)); err == nil || !strings.Contains(err.Error(), "State(99)") {
+		t.Fatalf("unknown state: %v; want an error naming it", err)
 	}
 }
 
@@ -122,7 +125,7 @@ func TestIgnoredAndInnerRejectionsAreNotRecorded(t *testing.T) {
 // TestHalfOpenInnerRejectionGivesThePermitBack: a trial call that an inner
 // guard rejected never ran, so another caller may take its place.
 func TestHalfOpenInnerRejectionGivesThePermitBack(t *testing.T) {
-	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, OpenDelay: delay.Constants(time.Second)})
+	f := newFixture(t, breaker.Config{WindowSize: 1, HalfOpenCalls: 1, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	f.calls(1, errDown)
 	f.clk.Advance(time.Second)
 	p, err := f.b.Enter(context.Background())
@@ -140,10 +143,12 @@ func TestStaleOutcomeIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.b.Reset()
+	if err := f.b.TransitionTo(breaker.Closed); err != nil {
+		t.Fatal(err)
+	}
 	f.b.Exit(p, errDown)
 	if s := f.b.Stats(); s.Calls != 0 {
-		t.Fatalf("a call admitted before Reset was recorded: %+v", s)
+		t.Fatalf("a call admitted before TransitionTo(Closed) was recorded: %+v", s)
 	}
 }
 
@@ -179,8 +184,8 @@ func TestAdaptiveThrottling(t *testing.T) {
 	if s := f.b.Stats(); s.Calls != 0 || s.RejectProbability != 0 {
 		t.Fatalf("after the window: %+v", s)
 	}
-	if err := f.b.TransitionTo(breaker.Open); !errors.Is(err, breaker.ErrState) {
-		t.Fatalf("adaptive TransitionTo(Open): %v; want ErrState", err)
+	if err := f.b.TransitionTo(breaker.Open); err == nil || !strings.Contains(err.Error(), "Adaptive mode has no open") {
+		t.Fatalf("adaptive TransitionTo(Open): %v; want an error naming the state", err)
 	}
 }
 
@@ -283,5 +288,26 @@ func TestHalfOpenFullRetryAfterIsNeverNow(t *testing.T) {
 	}
 	if at, ok := resilience.RetryAfter(err); ok && !at.After(f.clk.Now()) {
 		t.Fatalf("retry after %v: now", at)
+	}
+}
+
+// TestAdaptiveTransitionToClosedStartsAfresh: in Adaptive mode,
+// TransitionTo(Closed) empties the throttling window (Reset did, before it
+// was folded into TransitionTo), and says so with a state change.
+func TestAdaptiveTransitionToClosedStartsAfresh(t *testing.T) {
+	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0.99 }})
+	f.calls(10, errDown)
+	if s := f.b.Stats(); s.Calls != 10 || s.RejectProbability == 0 {
+		t.Fatalf("after 10 failures: %+v; want 10 requests and a rejection probability", s)
+	}
+	if err := f.b.TransitionTo(breaker.Closed); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.b.Stats(); s.Calls != 0 || s.Accepts != 0 || s.RejectProbability != 0 {
+		t.Fatalf("after TransitionTo(Closed): %+v; want an empty window", s)
+	}
+	last := f.events[len(f.events)-1]
+	if last.Kind != resilience.EventStateChange || last.From != "closed" || last.To != "closed" {
+		t.Fatalf("last event %+v; want a state change to closed", last)
 	}
 }

@@ -23,17 +23,17 @@ import (
 // back); and once everything has ended, the window's
 // counters equal what its ring holds.
 func TestStressTransitionsAndTrials(t *testing.T) {
-	for _, win := range []WindowKind{CountWindow, TimeWindow} {
+	for _, win := range []Mode{CountWindow, TimeWindow} {
 		t.Run([]string{"count", "time"}[win], func(t *testing.T) {
 			clk := clocktest.New(time.Time{})
 			var mu sync.Mutex // guards the following
 			var chain []resilience.Event
 			trials := map[uint64]int{}
 			const halfOpenCalls = 3
-			b, err := New(Config{Clock: clk, Window: win, WindowSize: 20, WindowDuration: time.Second,
+			b, err := New(Config{Clock: clk, Mode: win, WindowSize: 20, WindowDuration: time.Second,
 				MinimumCalls: 10, HalfOpenCalls: halfOpenCalls, HalfOpenMaxWait: 300 * time.Millisecond,
 				SlowCallDuration: 50 * time.Millisecond, SlowCallRate: 0.8,
-				OpenDelay: delay.Exponentials(100*time.Millisecond, time.Second),
+				OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: 100 * time.Millisecond, Multiplier: 2, Max: time.Second},
 				Listener: func(e resilience.Event) {
 					if e.Kind == resilience.EventStateChange {
 						mu.Lock()

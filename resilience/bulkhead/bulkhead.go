@@ -33,10 +33,10 @@ type Config struct {
 	Listener resilience.Listener
 }
 
-// Defaults of the zero Config.
+// Defaults of the zero Config, written on its fields.
 const (
-	DefaultMaxConcurrent = 25
-	DefaultMaxWait       = 10 * time.Second
+	defaultMaxConcurrent = 25
+	defaultMaxWait       = 10 * time.Second
 )
 
 const mechanism = "bulkhead"
@@ -54,8 +54,8 @@ func (c Config) validate() (Config, error) {
 	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
-	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
-	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, defaultMaxConcurrent)
+	c.MaxWait = cmp.Or(c.MaxWait, defaultMaxWait)
 	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func Example() {
-	r, err := retry.New(retry.Config[int]{MaxAttempts: 3, Delay: delay.Constants(10 * time.Millisecond)})
+	r, err := retry.New(retry.Config[int]{MaxAttempts: 3, Delay: delay.Strategy{Kind: delay.Constant, Initial: 10 * time.Millisecond}})
 	if err != nil {
 		panic(err)
 	}

@@ -36,11 +36,10 @@ func (s *Stack[T]) Do(ctx context.Context, op func(context.Context) (T, error)) 
 		var zero T
 		return zero, err
 	}
-	v, err := s.retried(ctx, op)
-	if s.Fallback != nil && err != nil {
-		return s.Fallback.Apply(ctx, v, err)
+	if s.Fallback != nil {
+		return s.Fallback.Do(ctx, func(ctx context.Context) (T, error) { return s.retried(ctx, op) })
 	}
-	return v, err
+	return s.retried(ctx, op)
 }
 
 // retried runs the attempts the retry allows.
@@ -48,13 +47,7 @@ func (s *Stack[T]) retried(ctx context.Context, op func(context.Context) (T, err
 	if s.Retry == nil {
 		return s.attempt(ctx, op)
 	}
-	st := s.Retry.Begin()
-	for {
-		v, err := s.attempt(ctx, op)
-		if !s.Retry.Next(ctx, &st, v, err) {
-			return s.Retry.End(&st, v, err)
-		}
-	}
+	return s.Retry.Do(ctx, func(ctx context.Context) (T, error) { return s.attempt(ctx, op) })
 }
 
 // attempt runs op once through the guards.

@@ -107,11 +107,11 @@ func TestBreakerRejectionMakesRetryWaitUntilHalfOpen(t *testing.T) {
 	ctx := testctx.New(t)
 	clk := clocktest.New(time.Time{})
 	b, err := breaker.New(breaker.Config{Clock: clk, WindowSize: 2, HalfOpenCalls: 1,
-		OpenDelay: delay.Constants(42 * time.Second)})
+		OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: 42 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := retry.New(retry.Config[int]{Clock: clk, MaxAttempts: 5, Delay: delay.Constants(time.Millisecond)})
+	r, err := retry.New(retry.Config[int]{Clock: clk, MaxAttempts: 5, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,5 +385,42 @@ func TestEndedCallerSpendsNothing(t *testing.T) {
 		if v, err := s.Do(context.Background(), op); v != 1 || err != nil {
 			t.Fatalf("retry %v: the next caller: %v, %v; want the permit the ended caller left", withRetry, v, err)
 		}
+	}
+}
+
+// TestSuccessPathAllocatesNothing: a call that succeeds at once through a
+// fallback, a retry (each called with a closure), a breaker, a rate limiter
+// and a bulkhead allocates nothing.
+func TestSuccessPathAllocatesNothing(t *testing.T) {
+	fb, err := fallback.New(fallback.Config[int]{Value: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := retry.New(retry.Config[int]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := breaker.New(breaker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Permits: 1 << 40, Period: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh, err := bulkhead.New(bulkhead.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &compose.Stack[int]{Fallback: fb, Retry: r, Breaker: cb, Limiter: l, Bulkhead: bh}
+	ctx := context.Background()
+	op := func(context.Context) (int, error) { return 1, nil }
+	allocs := testing.AllocsPerRun(1000, func() {
+		if v, err := s.Do(ctx, op); v != 1 || err != nil {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a call; want none", allocs)
 	}
 }

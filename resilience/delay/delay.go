@@ -65,14 +65,6 @@ type Strategy struct {
 	Rand func() float64
 }
 
-// Constants returns a Constant strategy of d.
-func Constants(d time.Duration) Strategy { return Strategy{Kind: Constant, Initial: d} }
-
-// Exponentials returns an Exponential strategy from initial, doubling, capped at max.
-func Exponentials(initial, max time.Duration) Strategy {
-	return Strategy{Kind: Exponential, Initial: initial, Multiplier: 2, Max: max}
-}
-
 // Delay returns the delay after attempt (1 for the first) failed with err;
 // prev is the delay returned for the attempt before (0 for the first), used
 // by Decorrelated jitter.

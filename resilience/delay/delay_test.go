@@ -19,10 +19,10 @@ func TestStrategies(t *testing.T) {
 		want []time.Duration // attempts 1, 2, 3, 4
 	}{
 		{"none", delay.Strategy{Kind: delay.None, Initial: time.Second}, []time.Duration{0, 0, 0, 0}},
-		{"constant", delay.Constants(time.Second), []time.Duration{time.Second, time.Second, time.Second, time.Second}},
+		{"constant", delay.Strategy{Kind: delay.Constant, Initial: time.Second}, []time.Duration{time.Second, time.Second, time.Second, time.Second}},
 		{"linear", delay.Strategy{Kind: delay.Linear, Initial: time.Second}, []time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}},
 		{"linear capped", delay.Strategy{Kind: delay.Linear, Initial: time.Second, Max: 2500 * time.Millisecond}, []time.Duration{1 * time.Second, 2 * time.Second, 2500 * time.Millisecond, 2500 * time.Millisecond}},
-		{"exponential", delay.Exponentials(time.Second, 0), []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
+		{"exponential", delay.Strategy{Kind: delay.Exponential, Initial: time.Second, Multiplier: 2, Max: 0}, []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
 		{"exponential x3 capped", delay.Strategy{Kind: delay.Exponential, Initial: time.Second, Multiplier: 3, Max: 10 * time.Second}, []time.Duration{1 * time.Second, 3 * time.Second, 9 * time.Second, 10 * time.Second}},
 		{"custom capped", delay.Strategy{Kind: delay.Custom, Func: custom, Max: 10 * time.Second}, []time.Duration{1 * time.Second, 4 * time.Second, 9 * time.Second, 10 * time.Second}},
 	} {
@@ -37,7 +37,7 @@ func TestStrategies(t *testing.T) {
 }
 
 func TestExponentialSaturates(t *testing.T) {
-	s := delay.Exponentials(time.Hour, 0)
+	s := delay.Strategy{Kind: delay.Exponential, Initial: time.Hour, Multiplier: 2, Max: 0}
 	if got := s.Delay(200, 0, nil); got <= 0 {
 		t.Fatalf("attempt 200: %v; want a huge positive delay", got)
 	}

@@ -40,13 +40,14 @@ func New[T any](c Config[T]) (*Fallback[T], error) {
 	return &Fallback[T]{c: c}, nil
 }
 
-// Apply returns v and err as they are on success, or when On declines err;
-// otherwise Func's outcome, or Value. A failure after ctx has ended
-// (cancelled, or past its deadline) is the caller's own and is not
-// replaced: Apply returns v and an error that matches ctx's error, and err
-// when that is another (as failsafe-go's fallback returns the context's
-// error). ctx is the caller's context, the one the operation was run with.
-func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
+// Do runs op with ctx and returns its outcome as it is on success, or when
+// On declines its error; otherwise Func's outcome, or Value. A failure after
+// ctx has ended (cancelled, or past its deadline) is the caller's own and is
+// not replaced: Do returns op's value and an error that matches ctx's
+// error, and op's error when that is another (as failsafe-go's fallback
+// returns the context's error).
+func (f *Fallback[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	v, err := op(ctx)
 	if err == nil || (f.c.On != nil && !f.c.On(err)) {
 		return v, err
 	}
@@ -62,10 +63,4 @@ func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
 		return f.c.Func(ctx, err)
 	}
 	return f.c.Value, nil
-}
-
-// Do runs op with ctx and applies the fallback to its outcome.
-func (f *Fallback[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
-	v, err := op(ctx)
-	return f.Apply(ctx, v, err)
 }

@@ -46,11 +46,11 @@ type Config struct {
 	Listener resilience.Listener
 }
 
-// Defaults of the zero Config.
+// Defaults of the zero Config, written on its fields.
 const (
-	DefaultPause      = time.Second
-	DefaultMaxPause   = 15 * time.Minute
-	DefaultEscalation = 2.0
+	defaultPause      = time.Second
+	defaultMaxPause   = 15 * time.Minute
+	defaultEscalation = 2.0
 )
 
 const mechanism = "pause"
@@ -71,9 +71,9 @@ func (c Config) validate() (Config, error) {
 	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
-	c.DefaultPause = cmp.Or(c.DefaultPause, DefaultPause)
-	c.MaxPause = cmp.Or(c.MaxPause, DefaultMaxPause)
-	c.Escalation = cmp.Or(c.Escalation, DefaultEscalation)
+	c.DefaultPause = cmp.Or(c.DefaultPause, defaultPause)
+	c.MaxPause = cmp.Or(c.MaxPause, defaultMaxPause)
+	c.Escalation = cmp.Or(c.Escalation, defaultEscalation)
 	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

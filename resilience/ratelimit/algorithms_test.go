@@ -182,12 +182,12 @@ func TestHugeBurst(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%v: %v", alg, err)
-		case !l.Allow():
+		case l.TryAcquire(1) != nil:
 			t.Errorf("%v: the first permit of a huge burst was refused", alg)
 		}
 		// SetLimit checks the same.
 		l, _ = ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Algorithm: alg}})
-		if err := l.SetLimit(ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}); err == nil && !l.Allow() {
+		if err := l.SetLimit(ratelimit.Limit{Algorithm: alg, Permits: 10, Period: time.Second, Burst: math.MaxInt64}); err == nil && l.TryAcquire(1) != nil {
 			t.Errorf("%v: after SetLimit, the first permit of a huge burst was refused", alg)
 		}
 	}
@@ -261,7 +261,7 @@ func TestNegativePermits(t *testing.T) {
 		if err := f.l.Acquire(context.Background(), -1); err == nil {
 			t.Errorf("%v: Acquire(-1) succeeded", alg)
 		}
-		if f.l.Allow() {
+		if f.l.TryAcquire(1) == nil {
 			t.Errorf("%v: a permit appeared after a negative take", alg)
 		}
 	}

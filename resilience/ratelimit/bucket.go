@@ -193,7 +193,7 @@ func (s *state) drainBucket(t int64) bool {
 }
 
 // bucketRemaining returns the permits left at t after a take at t: a
-// MemoryStore's Decision.Remaining (the Limiter's fast path needs none).
+// memoryStore's Decision.Remaining (the Limiter's fast path needs none).
 func (s *state) bucketRemaining(t int64) int64 {
 	now, _ := s.nowUnits(t)
 	return (s.rule.depth - (max(s.tat.Load(), now) - now)) / s.rule.interval
@@ -238,7 +238,7 @@ func convertDebt(from, to *rule, debt int64) int64 {
 	return int64(mulDivCeil(uint64(debt), uint64(to.interval), uint64(from.interval)))
 }
 
-// rebucket sets s, a bucket in a MemoryStore, to count in r from at on:
+// rebucket sets s, a bucket in a memoryStore, to count in r from at on:
 // its base moves to at, and its debt converts to r's units.
 func (s *state) rebucket(r *rule, at int64) {
 	debt := convertDebt(&s.rule, r, debtAt(&s.rule, s.base, s.tat.Load(), at))

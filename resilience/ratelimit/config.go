@@ -48,11 +48,11 @@ type Limit struct {
 	Burst int64
 }
 
-// Defaults of the zero Limit (Kresil's).
+// Defaults of the zero Limit (Kresil's) and Config, written on their fields.
 const (
-	DefaultPermits = 1000
-	DefaultPeriod  = time.Minute
-	DefaultMaxWait = 10 * time.Second
+	defaultPermits = 1000
+	defaultPeriod  = time.Minute
+	defaultMaxWait = 10 * time.Second
 )
 
 // Config configures a Limiter or a Keyed. The zero value of every field is
@@ -102,8 +102,8 @@ var ErrTooMany = errors.New("ratelimit: more permits than the limit's burst")
 
 // withDefaults returns l with its defaults filled in.
 func (l Limit) withDefaults() Limit {
-	l.Permits = cmp.Or(l.Permits, DefaultPermits)
-	l.Period = cmp.Or(l.Period, DefaultPeriod)
+	l.Permits = cmp.Or(l.Permits, defaultPermits)
+	l.Period = cmp.Or(l.Period, defaultPeriod)
 	l.Burst = cmp.Or(l.Burst, l.Permits)
 	return l
 }
@@ -147,7 +147,7 @@ func (c Config) validate() (Config, error) {
 		return c, err
 	}
 	c.Limit = c.Limit.withDefaults()
-	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.MaxWait = cmp.Or(c.MaxWait, defaultMaxWait)
 	c.Cost = cmp.Or(c.Cost, 1)
 	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil

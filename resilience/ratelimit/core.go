@@ -21,7 +21,7 @@ type core struct {
 	// replaced whole (SetLimit, rebase: see bucket.go), under swapMu.
 	local  atomic.Pointer[state]
 	epoch  time.Time    // local's time origin: the UTC midnight before New
-	mem    *MemoryStore // Config.Store when it is a *MemoryStore
+	mem    *memoryStore // Config.Store when it is a *memoryStore
 	swapMu sync.Mutex   // serializes SetLimit and the replacement of local
 	nwait  atomic.Int64 // callers waiting in every queue
 
@@ -50,7 +50,7 @@ func newCore(c Config) (*core, error) {
 	co := &core{c: c, queues: make(map[string]*queue)}
 	r := compile(c.Limit)
 	co.limit.Store(&r)
-	co.mem, _ = c.Store.(*MemoryStore)
+	co.mem, _ = c.Store.(*memoryStore)
 	if c.Store == nil {
 		co.local.Store(newState(&r, 0))
 		co.epoch = midnight(c.Clock.Now())
@@ -187,14 +187,14 @@ func (co *core) sleep(ctx context.Context, d time.Duration) error {
 // cancelSlot gives back a LeakyBucket slot taken at now that the caller
 // stopped waiting for, when no later caller was scheduled after it.
 func (co *core) cancelSlot(ctx context.Context, key string, n int64, lim *rule, now time.Time, wait time.Duration) {
-	switch sc, ok := co.c.Store.(SlotCanceler); {
+	switch {
 	case co.c.Store == nil:
 		t := int64(now.Sub(co.epoch))
 		co.withLocal(t, func(s *state) bool { return s.cancelBucketSlot(n, t, int64(wait)) })
 	case co.mem != nil:
 		co.mem.cancelSlot(co, key, n, lim, now, wait)
-	case ok:
-		_ = sc.CancelSlot(context.WithoutCancel(ctx), key, n, lim.Limit, now, wait)
+	default:
+		_ = co.c.Store.CancelSlot(context.WithoutCancel(ctx), key, n, lim.Limit, now, wait)
 	}
 }
 
@@ -386,6 +386,10 @@ type Stats struct {
 	Queued    uint64 // callers that waited in a queue
 	TimedOut  uint64 // waiters rejected at MaxWait, or once they could not be served in time
 	Drains    uint64
+	// Keys is, for a Keyed on its default in-memory Store, the keys held
+	// (a key whose state is back to a fresh key's is let go of); 0 for a
+	// Limiter and for another Store.
+	Keys int
 }
 
 func (co *core) stats() Stats {

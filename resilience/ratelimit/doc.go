@@ -37,11 +37,11 @@
 // fresh key are evicted, so eviction never lets more through.
 //
 // The state sits behind Store, whose default is in memory. A shared store
-// (Redis, SQL) implements Take and Drain as one atomic operation each on one
-// key (a script, a conditional UPDATE): no callbacks, no locks held across
-// calls; optionally SlotCanceler too, to take back a cancelled wait's slot.
-// Limiters with different limits may share a MemoryStore: each key is
-// counted, and evicted, by the limit it is taken under.
+// (Redis, SQL) implements Take, Drain and CancelSlot (which may do nothing)
+// as one atomic operation each on one key (a script, a conditional UPDATE):
+// no callbacks, no locks held across calls. Limiters with different limits
+// may share a store: each key is counted, and evicted, by the limit it is
+// taken under.
 //
 // The unkeyed token bucket's success path takes no lock and allocates
 // nothing (SetLimit replaces its state; so does the passing of time, for a

@@ -18,7 +18,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(l.Allow(), l.Allow())
+	fmt.Println(l.TryAcquire(1) == nil, l.TryAcquire(1) == nil)
 	err = l.TryAcquire(1)
 	at, _ := resilience.RetryAfter(err)
 	fmt.Println(errors.Is(err, ratelimit.ErrLimited), time.Until(at).Round(100*time.Millisecond))

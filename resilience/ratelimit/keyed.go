@@ -10,16 +10,16 @@ import (
 // its own state and queue, and the same Limit. Make one with NewKeyed.
 type Keyed struct {
 	co  *core
-	mem *MemoryStore // the default store, nil when Config.Store is set
+	mem *memoryStore // the default store, nil when Config.Store is set
 }
 
 // NewKeyed returns a Keyed configured by c (Config.Key is unused), or a
-// *resilience.ConfigError. Its default Store is a MemoryStore, which evicts
-// keys whose state is back to a fresh key's.
+// *resilience.ConfigError. Its default Store is in memory, and evicts keys
+// whose state is back to a fresh key's.
 func NewKeyed(c Config) (*Keyed, error) {
 	k := &Keyed{}
 	if c.Store == nil {
-		k.mem = NewMemoryStore()
+		k.mem = newMemoryStore()
 		c.Store = k.mem
 	}
 	co, err := newCore(c)
@@ -46,17 +46,15 @@ func (k *Keyed) Drain(ctx context.Context, key string) error { return k.co.drain
 // SetLimit changes every key's limit, as Limiter.SetLimit does.
 func (k *Keyed) SetLimit(lim Limit) error { return k.co.setLimit(lim) }
 
-// Keys returns the number of keys held in the default MemoryStore (0 with
-// another Store).
-func (k *Keyed) Keys() int {
-	if k.mem == nil {
-		return 0
+// Stats returns a snapshot of the counters, over every key, and the keys
+// held in the default Store.
+func (k *Keyed) Stats() Stats {
+	s := k.co.stats()
+	if k.mem != nil {
+		s.Keys = k.mem.len()
 	}
-	return k.mem.Len()
+	return s
 }
-
-// Stats returns a snapshot of the counters, over every key.
-func (k *Keyed) Stats() Stats { return k.co.stats() }
 
 // Guard returns a resilience.Guard that acquires Config.Cost permits of key
 // (and drains key on DrainOn).

@@ -59,14 +59,14 @@ func TestIdleKeysEvicted(t *testing.T) {
 	if err := k.TryAcquire("d", 10); err != nil { // full again at 1.9s
 		t.Fatal(err)
 	}
-	if n := k.Keys(); n != 3 {
+	if n := k.Stats().Keys; n != 3 {
 		t.Fatalf("%d keys; want 3", n)
 	}
 	clk.Advance(start.Add(time.Second).Sub(clk.Now()))
 	if err := k.TryAcquire("c", 1); err != nil { // sweeps: a and b are fresh
 		t.Fatal(err)
 	}
-	if n := k.Keys(); n != 2 {
+	if n := k.Stats().Keys; n != 2 {
 		t.Fatalf("%d keys after the sweep; want 2 (c, d)", n)
 	}
 	if err := k.TryAcquire("d", 2); !errors.Is(err, ratelimit.ErrLimited) { // 1 permit back since 0.9s
@@ -126,7 +126,7 @@ func TestSharedStore(t *testing.T) {
 	}
 	allowed := 0
 	for i := range 6 {
-		if ls[i%2].Allow() {
+		if ls[i%2].TryAcquire(1) == nil {
 			allowed++
 		}
 	}
@@ -161,11 +161,11 @@ func TestSharedStoreKeysKeepTheirOwnLimit(t *testing.T) {
 				a := newLimiter("a", store, hourly)
 				b := newLimiter("b", store, ratelimit.Limit{Algorithm: balg, Permits: 1000, Period: time.Second})
 				alone := newLimiter("a", ratelimit.NewMemoryStore(), hourly)
-				if !a.Allow() || !alone.Allow() {
+				if a.TryAcquire(1) != nil || alone.TryAcquire(1) != nil {
 					t.Fatal("the first permit of the hour was refused")
 				}
 				clk.Advance(3 * time.Second)
-				if !b.Allow() { // B's clean-up is due
+				if b.TryAcquire(1) != nil { // B's clean-up is due
 					t.Fatal("b refused")
 				}
 				err, want := a.TryAcquire(1), alone.TryAcquire(1)

@@ -22,12 +22,8 @@ func New(c Config) (*Limiter, error) {
 
 var _ resilience.Guard = (*Limiter)(nil)
 
-// Allow takes one permit if there is one now, and reports whether it did.
-// It never waits.
-func (l *Limiter) Allow() bool { return l.TryAcquire(1) == nil }
-
-// TryAcquire takes n permits if they are there now; otherwise it returns a
-// rejection at once (a *resilience.RejectedError matching ErrLimited, with
+// TryAcquire takes n permits if they are there now (TryAcquire(1) == nil
+// is x/time/rate's Allow); otherwise it returns a rejection at once (a *resilience.RejectedError matching ErrLimited, with
 // the retry-after), whatever the queue.
 func (l *Limiter) TryAcquire(n int64) error {
 	return l.co.acquire(context.Background(), l.co.c.Key, n, false)
@@ -59,13 +55,10 @@ func (l *Limiter) Drain(ctx context.Context) error { return l.co.drain(ctx, l.co
 //   - a window keeps its count; with a new Period it ends at the new
 //     Period's first window boundary after its start.
 //
-// Waiting callers look again at once. With a Store other than a
-// MemoryStore, the store converts a key's state when it sees the new Limit.
-// The Algorithm cannot change.
+// Waiting callers look again at once. With a Store of your own, the store
+// converts a key's state when it sees the new Limit. The Algorithm cannot
+// change. Stats().Limit is the limit in force.
 func (l *Limiter) SetLimit(lim Limit) error { return l.co.setLimit(lim) }
-
-// Limit returns the limit in force.
-func (l *Limiter) Limit() Limit { return l.co.limit.Load().Limit }
 
 // Stats returns a snapshot of the counters.
 func (l *Limiter) Stats() Stats { return l.co.stats() }

@@ -170,7 +170,7 @@ func TestDrainOnResult(t *testing.T) {
 		if err := g.l.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if g.l.Allow() {
+		if g.l.TryAcquire(1) == nil {
 			t.Errorf("%v: allowed after a drain", alg)
 		}
 	}
@@ -191,7 +191,7 @@ func TestSetLimitWakesTheQueue(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := f.l.Limit(); got.Permits != 2 || got.Burst != 2 {
+	if got := f.l.Stats().Limit; got.Permits != 2 || got.Burst != 2 {
 		t.Fatalf("limit %+v", got)
 	}
 	err := f.l.SetLimit(ratelimit.Limit{Algorithm: ratelimit.TokenBucket})

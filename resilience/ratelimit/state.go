@@ -21,10 +21,10 @@ type decision struct {
 // bucket.go); the windows use the fields under mu.
 type state struct {
 	// rule is the limit the state counts in. A Limiter's bucket never
-	// changes it (the bucket is replaced); in a MemoryStore the shard's
+	// changes it (the bucket is replaced); in a memoryStore the shard's
 	// lock guards it; a Limiter's windows change it under mu.
 	rule  rule
-	owner *core        // in a MemoryStore: the limiter that used it last (guarded by the shard's lock)
+	owner *core        // in a memoryStore: the limiter that used it last (guarded by the shard's lock)
 	base  int64        // the buckets: the time (ns) tat counts from
 	tat   atomic.Int64 // the buckets: when the bucket is full again, in rule's units after base
 

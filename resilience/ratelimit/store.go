@@ -24,14 +24,10 @@ type Store interface {
 	Take(ctx context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error)
 	// Drain takes every permit key has at now, until they refill.
 	Drain(ctx context.Context, key string, lim Limit, now time.Time) error
-}
-
-// SlotCanceler is implemented by a Store that can give back a LeakyBucket
-// slot whose caller stopped waiting for it, as MemoryStore does; with a
-// Store without it, such a slot stays taken.
-type SlotCanceler interface {
 	// CancelSlot gives back the n permits that Take granted at now with a
-	// Wait of wait, unless a later Take was scheduled after them.
+	// Wait of wait (a LeakyBucket slot whose caller stopped waiting for
+	// it), unless a later Take was scheduled after them. A store that
+	// cannot returns nil, and the slot stays taken.
 	CancelSlot(ctx context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error
 }
 
@@ -49,12 +45,13 @@ type Decision struct {
 	Remaining int64
 }
 
-// MemoryStore is the in-memory Store, safe for concurrent use. Keys whose
+// memoryStore is the in-memory Store, the default of a Keyed (and of
+// limiters in tests that share one), safe for concurrent use. Keys whose
 // state is back to a fresh key's under the limit they were last taken with
 // are evicted as it goes, once per Period at most, so that idle keys cost
 // nothing. A limiter's SetLimit converts the keys it took from last as of
 // the change; a key taken under another Limit through Take converts then.
-type MemoryStore struct {
+type memoryStore struct {
 	base      timeBase
 	seed      maphash.Seed
 	lastSweep atomic.Int64             // when the fresh keys were last evicted
@@ -69,23 +66,20 @@ type memShard struct {
 	states map[string]*state
 }
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	m := &MemoryStore{seed: maphash.MakeSeed()}
+// newMemoryStore returns an empty memoryStore.
+func newMemoryStore() *memoryStore {
+	m := &memoryStore{seed: maphash.MakeSeed()}
 	for i := range m.shards {
 		m.shards[i].states = make(map[string]*state)
 	}
 	return m
 }
 
-var (
-	_ Store        = (*MemoryStore)(nil)
-	_ SlotCanceler = (*MemoryStore)(nil)
-)
+var _ Store = (*memoryStore)(nil)
 
 // Take implements Store. It returns a *resilience.ConfigError if lim is
 // not a valid Limit.
-func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
+func (m *memoryStore) Take(_ context.Context, key string, n int64, lim Limit, now time.Time, maxWait time.Duration) (Decision, error) {
 	r, err := m.compile(lim)
 	if err != nil {
 		return Decision{}, err
@@ -94,7 +88,7 @@ func (m *MemoryStore) Take(_ context.Context, key string, n int64, lim Limit, no
 }
 
 // Drain implements Store.
-func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.Time) error {
+func (m *memoryStore) Drain(_ context.Context, key string, lim Limit, now time.Time) error {
 	r, err := m.compile(lim)
 	if err == nil {
 		m.drain(nil, key, r, now)
@@ -102,8 +96,8 @@ func (m *MemoryStore) Drain(_ context.Context, key string, lim Limit, now time.T
 	return err
 }
 
-// CancelSlot implements SlotCanceler.
-func (m *MemoryStore) CancelSlot(_ context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error {
+// CancelSlot implements Store.
+func (m *memoryStore) CancelSlot(_ context.Context, key string, n int64, lim Limit, now time.Time, wait time.Duration) error {
 	r, err := m.compile(lim)
 	if err == nil {
 		m.cancelSlot(nil, key, n, r, now, wait)
@@ -113,7 +107,7 @@ func (m *MemoryStore) CancelSlot(_ context.Context, key string, n int64, lim Lim
 
 // compile returns lim's rule: the last one compiled if it is lim's (a
 // Limit is validated once, not at every call).
-func (m *MemoryStore) compile(lim Limit) (*rule, error) {
+func (m *memoryStore) compile(lim Limit) (*rule, error) {
 	if c := m.last.Load(); c != nil && c.lim == lim {
 		return &c.rule, nil
 	}
@@ -133,7 +127,7 @@ type compiled struct {
 
 // take, drain and cancelSlot are Take, Drain and CancelSlot for a limiter
 // (owner; nil from the Store methods), which passes its compiled rule.
-func (m *MemoryStore) take(owner *core, key string, n int64, r *rule, now time.Time, maxWait time.Duration) Decision {
+func (m *memoryStore) take(owner *core, key string, n int64, r *rule, now time.Time, maxWait time.Duration) Decision {
 	t := m.base.nanos(now)
 	m.sweep(r, t)
 	sh := m.shard(key)
@@ -147,7 +141,7 @@ func (m *MemoryStore) take(owner *core, key string, n int64, r *rule, now time.T
 	return d.public(t)
 }
 
-func (m *MemoryStore) drain(owner *core, key string, r *rule, now time.Time) {
+func (m *memoryStore) drain(owner *core, key string, r *rule, now time.Time) {
 	t := m.base.nanos(now)
 	sh := m.shard(key)
 	sh.mu.Lock()
@@ -155,7 +149,7 @@ func (m *MemoryStore) drain(owner *core, key string, r *rule, now time.Time) {
 	m.stateLocked(sh, owner, key, r, t).drain(r, t)
 }
 
-func (m *MemoryStore) cancelSlot(owner *core, key string, n int64, r *rule, now time.Time, wait time.Duration) {
+func (m *memoryStore) cancelSlot(owner *core, key string, n int64, r *rule, now time.Time, wait time.Duration) {
 	t := m.base.nanos(now)
 	sh := m.shard(key)
 	sh.mu.Lock()
@@ -165,8 +159,8 @@ func (m *MemoryStore) cancelSlot(owner *core, key string, n int64, r *rule, now 
 	}
 }
 
-// Len returns the number of keys held.
-func (m *MemoryStore) Len() int {
+// len returns the number of keys held.
+func (m *memoryStore) len() int {
 	n := 0
 	for i := range m.shards {
 		sh := &m.shards[i]
@@ -181,7 +175,7 @@ func (m *MemoryStore) Len() int {
 // there is none. A bucket counting in another rule converts to r as of t
 // (its owner's SetLimit converts it as of the change: convertOwned); one
 // whose base t has passed by its span is rebased.
-func (m *MemoryStore) stateLocked(sh *memShard, owner *core, key string, r *rule, t int64) *state {
+func (m *memoryStore) stateLocked(sh *memShard, owner *core, key string, r *rule, t int64) *state {
 	s := sh.states[key]
 	switch {
 	case s == nil:
@@ -202,7 +196,7 @@ func (m *MemoryStore) stateLocked(sh *memShard, owner *core, key string, r *rule
 // convertOwned converts the buckets owner took from last to r as of now:
 // the permits they have taken stay taken, and come back at r's rate from
 // now on (Limiter.SetLimit).
-func (m *MemoryStore) convertOwned(owner *core, r *rule, now time.Time) {
+func (m *memoryStore) convertOwned(owner *core, r *rule, now time.Time) {
 	t := m.base.nanos(now)
 	for i := range m.shards {
 		sh := &m.shards[i]
@@ -216,14 +210,14 @@ func (m *MemoryStore) convertOwned(owner *core, r *rule, now time.Time) {
 	}
 }
 
-func (m *MemoryStore) shard(key string) *memShard {
+func (m *memoryStore) shard(key string) *memShard {
 	return &m.shards[maphash.String(m.seed, key)%numShards]
 }
 
 // sweep evicts the fresh keys of every shard, at most once per l's Period;
 // the caller that moves lastSweep does it. Each key is judged by the limit
 // it counts in, not l: limiters with different limits may share the store.
-func (m *MemoryStore) sweep(l *rule, now int64) {
+func (m *memoryStore) sweep(l *rule, now int64) {
 	last := m.lastSweep.Load()
 	if now-last < int64(l.Period) || !m.lastSweep.CompareAndSwap(last, now) {
 		return

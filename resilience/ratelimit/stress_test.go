@@ -143,7 +143,7 @@ func TestStressBucketReplaced(t *testing.T) {
 			take, setLimit = func() bool { return k.TryAcquire("k", 1) == nil }, k.SetLimit
 		} else {
 			l := newLimiter(t, clk, c, false)
-			take, setLimit = l.Allow, l.SetLimit
+			take, setLimit = func() bool { return l.TryAcquire(1) == nil }, l.SetLimit
 		}
 		// Each round, every taker tries 4 takes while the clock moves and
 		// the limit changes.

@@ -35,8 +35,8 @@ type Config[T any] struct {
 	// returns it. Default: as it is.
 	MapResult func(v T, err error) (T, error)
 	// RetryAfter reads a server's "retry after d" from an error, the same
-	// function type as pause.Config.Classify. Default: none (errors that
-	// implement resilience.RetryAfterer are honoured regardless).
+	// function type as pause.Config.Classify. Default: none (an error that
+	// resilience.RetryAfter reads is honoured regardless).
 	RetryAfter func(err error) (d time.Duration, ok bool)
 	// Clock is where time is read and timers set. Nil means clock.System().
 	Clock clock.Clock
@@ -44,11 +44,13 @@ type Config[T any] struct {
 	Listener resilience.Listener
 }
 
-// DefaultDelay is the delay when Config.Delay is zero.
-var DefaultDelay = delay.Strategy{Kind: delay.Exponential, Initial: 500 * time.Millisecond, Multiplier: 2, Max: time.Minute}
+// defaultDelay is the delay when Config.Delay is zero.
+func defaultDelay() delay.Strategy {
+	return delay.Strategy{Kind: delay.Exponential, Initial: 500 * time.Millisecond, Multiplier: 2, Max: time.Minute}
+}
 
-// DefaultMaxAttempts is the attempts when Config.MaxAttempts is zero.
-const DefaultMaxAttempts = 3
+// defaultMaxAttempts is the attempts when Config.MaxAttempts is zero.
+const defaultMaxAttempts = 3
 
 const mechanism = "retry"
 
@@ -64,9 +66,9 @@ func (c Config[T]) validate() (Config[T], error) {
 		return c, err
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
+		c.MaxAttempts = defaultMaxAttempts
 	}
-	c.Delay = resil.DelayOr(c.Delay, DefaultDelay)
+	c.Delay = resil.DelayOr(c.Delay, defaultDelay())
 	if c.RetryOn == nil {
 		c.RetryOn = retryable
 	}

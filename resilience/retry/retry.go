@@ -50,39 +50,35 @@ func (r *Retry[T]) Do(ctx context.Context, op func(context.Context) (T, error)) 
 		var zero T
 		return zero, err
 	}
-	st := r.Begin()
+	st := r.begin()
 	for {
 		v, err := op(ctx)
-		if !r.Next(ctx, &st, v, err) {
-			return r.End(&st, v, err)
+		if !r.next(ctx, &st, v, err) {
+			return r.end(&st, v, err)
 		}
 	}
 }
 
-// State is one Do's progress. Begin makes it; callers that drive the
-// attempts themselves (package compose) pass it to Next and End.
-type State struct {
+// state is one Do's progress.
+type state struct {
 	attempts int
 	start    time.Time     // set only when MaxElapsed bounds the retries
 	prev     time.Duration // the last delay, for decorrelated jitter
 	waitErr  error         // ctx's error when a wait was cut short
 }
 
-// Attempts returns the attempts made so far.
-func (s *State) Attempts() int { return s.attempts }
-
-// Begin starts a Do.
-func (r *Retry[T]) Begin() State {
-	var st State
+// begin starts a Do.
+func (r *Retry[T]) begin() state {
+	var st state
 	if r.c.MaxElapsed > 0 {
 		st.start = r.c.Clock.Now()
 	}
 	return st
 }
 
-// Next records an attempt's outcome and reports whether to attempt again,
+// next records an attempt's outcome and reports whether to attempt again,
 // after waiting the delay (which ends with ctx).
-func (r *Retry[T]) Next(ctx context.Context, st *State, v T, err error) bool {
+func (r *Retry[T]) next(ctx context.Context, st *state, v T, err error) bool {
 	st.attempts++
 	if err == nil {
 		if r.c.RetryOnResult == nil || !r.c.RetryOnResult(v) {
@@ -95,7 +91,7 @@ func (r *Retry[T]) Next(ctx context.Context, st *State, v T, err error) bool {
 }
 
 // again decides and waits for a retry of a failed attempt (the slow path).
-func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
+func (r *Retry[T]) again(ctx context.Context, st *state, err error) bool {
 	c := &r.c
 	if st.attempts >= c.MaxAttempts {
 		r.giveUp(st, err)
@@ -155,7 +151,7 @@ func (r *Retry[T]) retryAfter(err error, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (r *Retry[T]) giveUp(st *State, err error) {
+func (r *Retry[T]) giveUp(st *state, err error) {
 	r.giveUps.Add(1)
 	if r.c.Listener == nil {
 		return
@@ -164,8 +160,8 @@ func (r *Retry[T]) giveUp(st *State, err error) {
 		Kind: resilience.EventGiveUp, Attempt: st.attempts, Err: err})
 }
 
-// End returns the final outcome of a Do through MapResult.
-func (r *Retry[T]) End(st *State, v T, err error) (T, error) {
+// end returns the final outcome of a Do through MapResult.
+func (r *Retry[T]) end(st *state, v T, err error) (T, error) {
 	if st.waitErr != nil {
 		err = errors.Join(st.waitErr, err)
 	}

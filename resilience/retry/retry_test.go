@@ -57,7 +57,7 @@ func TestDelaysOnTheVirtualClock(t *testing.T) {
 	clk := clocktest.New(time.Time{})
 	var events []resilience.Event
 	r := mustNew(t, retry.Config[int]{MaxAttempts: 4, Clock: clk,
-		Delay:    delay.Exponentials(100*time.Millisecond, 250*time.Millisecond),
+		Delay:    delay.Strategy{Kind: delay.Exponential, Initial: 100 * time.Millisecond, Multiplier: 2, Max: 250 * time.Millisecond},
 		Listener: func(e resilience.Event) { events = append(events, e) }})
 	calls := 0
 	type result struct {
@@ -161,7 +161,7 @@ func TestMapResult(t *testing.T) {
 func TestWaitEndsWithTheContext(t *testing.T) {
 	bound := testctx.New(t)
 	clk := clocktest.New(time.Time{})
-	r := mustNew(t, retry.Config[int]{Clock: clk, Delay: delay.Constants(time.Hour)})
+	r := mustNew(t, retry.Config[int]{Clock: clk, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Hour}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -185,14 +185,14 @@ type serverBusy struct{ d time.Duration }
 func (e serverBusy) Error() string { return "busy" }
 
 // TestRetryAfterHonoured shows both sources of a retry-after: an error that
-// implements resilience.RetryAfterer (absolute), and Config.RetryAfter
+// has a method RetryAfter() time.Time (absolute), and Config.RetryAfter
 // reading a server's duration. Each replaces the strategy's delay.
 func TestRetryAfterHonoured(t *testing.T) {
 	ctx := testctx.New(t)
 	clk := clocktest.New(time.Time{})
 	until := clk.Now().Add(7 * time.Second)
 	rejected := resil.Reject("test", "", errTransient, clk.Now(), until)
-	r := mustNew(t, retry.Config[int]{Clock: clk, MaxAttempts: 3, Delay: delay.Constants(time.Millisecond),
+	r := mustNew(t, retry.Config[int]{Clock: clk, MaxAttempts: 3, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Millisecond},
 		RetryAfter: func(err error) (time.Duration, bool) {
 			var b serverBusy
 			if errors.As(err, &b) {
@@ -298,7 +298,7 @@ func TestNoAttemptAfterTheContextEnds(t *testing.T) {
 	for i := range 64 {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := mustNew(t, retry.Config[int]{Clock: firedClock{clocktest.New(time.Time{}), cancel},
-			Delay: delay.Constants(time.Second)})
+			Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 		calls, late := 0, 0
 		_, err := r.Do(ctx, func(ctx context.Context) (int, error) {
 			calls++

@@ -1,8 +1,8 @@
 // Package timeout bounds an operation's duration: the operation runs with a
 // context whose deadline is Config.Timeout away (or the caller's, when that
 // is sooner), and a failure that the deadline caused (the operation
-// returned its context's error) is reported as an *Error matching
-// ErrTimeout and, through errors.As, the operation's error. An error of the
+// returned its context's error) is reported as an error matching
+// ErrTimeout and, through errors.Is and errors.As, the operation's error. An error of the
 // operation's own that comes back after the deadline is returned as it is.
 //
 // The operation must honour its context (database drivers do); Timeout does

@@ -27,29 +27,31 @@ type Config struct {
 	Listener resilience.Listener
 }
 
-// DefaultTimeout is the Timeout of the zero Config.
-const DefaultTimeout = 10 * time.Second
+// defaultTimeout is the Timeout of the zero Config.
+const defaultTimeout = 10 * time.Second
 
 const mechanism = "timeout"
 
 // ErrTimeout is matched (errors.Is) by the error of an operation that ran
-// past its deadline.
+// past its deadline and failed of it. That error also matches, through
+// errors.Is and errors.As, what the operation returned (a driver's error
+// type, a server's code), except the context's own errors:
+// errors.Is(err, context.DeadlineExceeded) and
+// errors.Is(err, context.Canceled) are false, so that the timeout is not
+// taken for the caller's deadline or cancellation (an outer retry retries
+// it, a breaker counts it). Its message names the Timeout's Name and
+// duration: "timeout NAME: operation ran past 2s: ...".
 var ErrTimeout = errors.New("timeout")
 
-// Error is the error of an operation that ran past its deadline and
-// failed of it. It matches ErrTimeout and, through errors.Is and errors.As,
-// what the operation returned (a driver's error type, a server's code),
-// except the context's own errors: errors.Is(err, context.DeadlineExceeded)
-// and errors.Is(err, context.Canceled) are false, so that the timeout is
-// not taken for the caller's deadline or cancellation (an outer retry
-// retries it, a breaker counts it).
-type Error struct {
+// timeoutError is the error of an operation that ran past its deadline and
+// failed of it (see ErrTimeout).
+type timeoutError struct {
 	Name    string
 	Timeout time.Duration
 	Err     error // what the operation returned
 }
 
-func (e *Error) Error() string {
+func (e *timeoutError) Error() string {
 	name := ""
 	if e.Name != "" {
 		name = " " + e.Name
@@ -59,16 +61,16 @@ func (e *Error) Error() string {
 
 // Unwrap returns ErrTimeout. The operation's error is reached through Is
 // and As instead, which leave the context's errors out.
-func (e *Error) Unwrap() error { return ErrTimeout }
+func (e *timeoutError) Unwrap() error { return ErrTimeout }
 
 // Is reports whether the operation's error matches target, unless target
 // is context.DeadlineExceeded or context.Canceled.
-func (e *Error) Is(target error) bool {
+func (e *timeoutError) Is(target error) bool {
 	return target != context.DeadlineExceeded && target != context.Canceled && errors.Is(e.Err, target)
 }
 
 // As finds target in the operation's error.
-func (e *Error) As(target any) bool { return errors.As(e.Err, target) }
+func (e *timeoutError) As(target any) bool { return errors.As(e.Err, target) }
 
 // Timeout bounds operations. Make one with New.
 type Timeout struct {
@@ -81,7 +83,7 @@ func New(c Config) (*Timeout, error) {
 		return nil, err
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	c.Clock = resil.ClockOr(c.Clock)
 	return &Timeout{c: c}, nil
@@ -90,15 +92,16 @@ func New(c Config) (*Timeout, error) {
 // Do runs op with ctx bounded by t. When the caller's deadline is sooner,
 // op runs with ctx as it is and nothing is allocated.
 //
-// op's error becomes an *Error when the deadline made op fail: the timeout
-// fired, ctx had not ended, and the error is the context's (it matches
-// context.DeadlineExceeded or context.Canceled, as a driver's error does
-// when its context ends; or the cause, ErrTimeout). Any other error is
+// op's error becomes one that matches ErrTimeout when the deadline made op
+// fail: the timeout fired, ctx had not ended, and the error is the
+// context's (it matches context.DeadlineExceeded or context.Canceled, as a
+// driver's error does when its context ends; or the cause, ErrTimeout),
+// which the returned error then hides (see ErrTimeout). Any other error is
 // op's own and is returned as it is, even when it came back after the
 // deadline: a server's error that was on its way (a deadlock, a unique
 // violation) is not a timeout. So is a driver's own report of the deadline
 // that does not carry the context's error, such as PostgreSQL's 57014
-// query_canceled after pgx's cancel request, which resilience/dbclass
+// query_canceled after pgx's cancel request, which dbguard.Classify
 // classifies as a statement timeout.
 func Do[T any](ctx context.Context, t *Timeout, op func(context.Context) (T, error)) (T, error) {
 	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(t.c.Clock) && time.Until(dl) <= t.c.Timeout {
@@ -136,7 +139,7 @@ func (t *Timeout) context(ctx context.Context) (context.Context, context.CancelF
 }
 
 func (t *Timeout) fired(err error) error {
-	e := &Error{Name: t.c.Name, Timeout: t.c.Timeout, Err: err}
+	e := &timeoutError{Name: t.c.Name, Timeout: t.c.Timeout, Err: err}
 	resil.Emit(t.c.Listener, resilience.Event{Time: t.c.Clock.Now(), Mechanism: mechanism, Name: t.c.Name,
 		Kind: resilience.EventTimeout, Delay: t.c.Timeout, Err: e})
 	return e

@@ -32,12 +32,11 @@ func TestFiresOnTheVirtualClock(t *testing.T) {
 	}
 	r.clk.Advance(1)
 	err := <-r.done
-	var te *timeout.Error
-	if !errors.Is(err, timeout.ErrTimeout) || !errors.As(err, &te) || te.Timeout != 2*time.Second {
-		t.Fatalf("err %v; want a timeout.Error after 2s", err)
+	if !errors.Is(err, timeout.ErrTimeout) || err.Error() != "timeout: operation ran past 2s: context canceled" {
+		t.Fatalf("err %v; want a timeout after 2s of the operation's context canceled", err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || !errors.Is(te.Err, context.Canceled) {
-		t.Fatalf("err %v must not look like the caller's deadline; its cause %v", err, te.Err)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v must not look like the caller's deadline or cancellation", err)
 	}
 	if len(*r.events) != 1 || (*r.events)[0].Kind != resilience.EventTimeout {
 		t.Fatalf("events %+v", *r.events)
@@ -78,7 +77,7 @@ func TestSuccessAndCallerCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := timeout.Do(context.Background(), to, func(ctx context.Context) (int, error) {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout.DefaultTimeout {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > 10*time.Second {
 			t.Errorf("deadline %v, %v; want within 10s", dl, ok)
 		}
 		return 3, nil
@@ -137,7 +136,7 @@ func runPastDeadline(t *testing.T, op func(context.Context) (int, error)) (event
 }
 
 // TestTimeoutShowsTheOperationsError: the operation's error is within
-// reach of errors.As (and errors.Is) through the timeout's Error, all but
+// reach of errors.As (and errors.Is) through the timeout's error, all but
 // the context's own errors, which stay hidden: the timeout is not the
 // caller's deadline or cancellation.
 func TestTimeoutShowsTheOperationsError(t *testing.T) {
@@ -145,10 +144,9 @@ func TestTimeoutShowsTheOperationsError(t *testing.T) {
 		<-ctx.Done()
 		return 0, &queryError{query: "SELECT 1", err: ctx.Err()}
 	})
-	var te *timeout.Error
 	var qe *queryError
-	if !errors.As(err, &te) || !errors.Is(err, timeout.ErrTimeout) || events != 1 {
-		t.Fatalf("err %v after %d events; want a timeout.Error", err, events)
+	if !errors.Is(err, timeout.ErrTimeout) || events != 1 {
+		t.Fatalf("err %v after %d events; want a timeout", err, events)
 	}
 	if !errors.As(err, &qe) || qe.query != "SELECT 1" || !errors.Is(err, error(qe)) {
 		t.Fatalf("err %v: the operation's *queryError is out of reach", err)
