@@ -14,7 +14,6 @@ import (
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/pool"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // Config configures a respool connector.
@@ -39,7 +38,7 @@ type Config struct {
 	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
 	// reported, and a negative threshold means no hold-time report
 	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
-	// Resilience classifier's (dbclass.BackPressure), unless
+	// Resilience classifier's (dbguard.BackPressure), unless
 	// Resilience.BackPressureDisabled (respool_back_pressure=off).
 	Pool pool.Config
 	// Resilience configures the breaker, the retry of connection attempts,
@@ -216,10 +215,7 @@ func (c *Config) poolConfig() pool.Config {
 		pc.Name = "respool(" + driverLabel(*c) + ")"
 	}
 	if pc.BackPressure == nil && !c.Resilience.BackPressureDisabled {
-		pc.BackPressure = dbclass.BackPressure
-		if cl := c.Resilience.Classifier; cl != nil {
-			pc.BackPressure = cl.BackPressure
-		}
+		pc.BackPressure = dbguard.BackPressure
 	}
 	switch {
 	case pc.Leak.HoldThreshold == 0:

@@ -154,7 +154,7 @@ func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 	}
 }
 
-// TestBackPressureOnByDefault checks that the pool gets dbclass's
+// TestBackPressureOnByDefault checks that the pool gets dbguard's
 // back-pressure classifier unless it is turned off.
 func TestBackPressureOnByDefault(t *testing.T) {
 	m := newMock(t)

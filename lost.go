@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
 // ErrStatementLost is the error of a statement whose connection broke after
@@ -18,8 +18,8 @@ import (
 // sent in full (pgconn calls its "conn closed" safe to retry), and one
 // db.ExecContext then runs an UPDATE several times. respool returns
 // ErrStatementLost instead, which database/sql does not retry: the outcome
-// is unknown. errors.Is(err, dbclass.ErrAmbiguous) holds, and
-// dbclass.Classify puts it in dbclass.ClassAmbiguous.
+// is unknown. errors.Is(err, dbguard.ErrAmbiguous) holds, and
+// dbguard.Classify puts it in dbguard.ClassAmbiguous.
 //
 // A driver.ErrBadConn of a statement that certainly sent nothing (respool
 // counts what reaches the connection's socket; see physConn.unsent) still
@@ -34,7 +34,7 @@ func (lostStatementError) Error() string {
 		"it may or may not have run at the server, and was not run again"
 }
 
-func (lostStatementError) Is(target error) bool { return target == dbclass.ErrAmbiguous }
+func (lostStatementError) Is(target error) bool { return target == dbguard.ErrAmbiguous }
 
 // sentMark returns what pc's socket had been sent so far, to be compared
 // after a statement (see statementErr).

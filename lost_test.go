@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
 // TestStatementErrBadConn: a driver.ErrBadConn reaches database/sql (which
@@ -49,9 +49,9 @@ func TestStatementErrBadConn(t *testing.T) {
 				}
 				return
 			}
-			v := dbclass.Classify(err)
-			if err != ErrStatementLost || errors.Is(err, sqldriver.ErrBadConn) || !errors.Is(err, dbclass.ErrAmbiguous) ||
-				v.Class != dbclass.ClassAmbiguous || v.IsConnectRetryable() || !isBadConn(err) {
+			v := dbguard.Classify(err)
+			if err != ErrStatementLost || errors.Is(err, sqldriver.ErrBadConn) || !errors.Is(err, dbguard.ErrAmbiguous) ||
+				v.Class != dbguard.ClassAmbiguous || v.IsConnectRetryable() || !isBadConn(err) {
 				t.Errorf("err = %v (%v); want ErrStatementLost: ambiguous, not driver.ErrBadConn, the connection dropped", err, v)
 			}
 		})
@@ -67,8 +67,8 @@ func TestStatementErrBadConn(t *testing.T) {
 	}
 	err := pc.statementErr(ctx, mark, sqldriver.ErrBadConn)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrStatementLost) ||
-		errors.Is(err, sqldriver.ErrBadConn) || !isBadConn(err) || dbclass.Classify(err).Class != dbclass.ClassAmbiguous {
-		t.Errorf("lost after the deadline: err = %v (%v); want the deadline's and ErrStatementLost, ambiguous", err, dbclass.Classify(err))
+		errors.Is(err, sqldriver.ErrBadConn) || !isBadConn(err) || dbguard.Classify(err).Class != dbguard.ClassAmbiguous {
+		t.Errorf("lost after the deadline: err = %v (%v); want the deadline's and ErrStatementLost, ambiguous", err, dbguard.Classify(err))
 	}
 	if err := (&physConn{}).statementErr(context.Background(), 0, nil); err != nil {
 		t.Errorf("statementErr(nil) = %v", err)

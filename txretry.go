@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/retry"
 )
@@ -47,7 +47,7 @@ var DefaultTxDelay = delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.
 // and RunInPgxTx use one with the default TxConfig.
 //
 // A transaction is retried only when the server rolled it back: its error
-// is in dbclass.ClassTxRetryable (PostgreSQL 40001 serialization_failure,
+// is in dbguard.ClassTxRetryable (PostgreSQL 40001 serialization_failure,
 // 40P01 deadlock_detected, 55P03 lock_not_available; MySQL 1213 deadlock,
 // 1205 lock wait timeout, ...), whether BEGIN, the function or COMMIT
 // returned it; the function may wrap it (%w). Any other error ends the
@@ -71,7 +71,7 @@ func NewTxRunner(cfg TxConfig) (*TxRunner, error) {
 		Name:        "tx",
 		MaxAttempts: cfg.MaxAttempts,
 		Delay:       resil.DelayOr(cfg.Delay, DefaultTxDelay),
-		RetryOn:     dbclass.IsTxRetryable,
+		RetryOn:     dbguard.IsTxRetryable,
 		Clock:       cfg.Clock,
 		Listener:    cfg.Listener,
 	})
@@ -89,7 +89,7 @@ var ErrTxOutcomeUnknown = errors.New("respool: the transaction's outcome is unkn
 // TxOutcomeUnknownError is a transaction whose COMMIT was sent but whose
 // answer never came: the server may have committed it or not. It is never
 // retried. errors.Is(err, ErrTxOutcomeUnknown) and errors.Is(err,
-// dbclass.ErrAmbiguous) hold, and errors.As finds Err's chain.
+// dbguard.ErrAmbiguous) hold, and errors.As finds Err's chain.
 type TxOutcomeUnknownError struct {
 	Attempt int   // the attempt whose COMMIT's outcome is unknown, 1 for the first
 	Err     error // COMMIT's error
@@ -100,7 +100,7 @@ func (e *TxOutcomeUnknownError) Error() string {
 }
 
 func (e *TxOutcomeUnknownError) Unwrap() []error {
-	return []error{ErrTxOutcomeUnknown, dbclass.ErrAmbiguous, e.Err}
+	return []error{ErrTxOutcomeUnknown, dbguard.ErrAmbiguous, e.Err}
 }
 
 // SQLBeginner begins database/sql transactions: *sql.DB and *sql.Conn.
@@ -176,7 +176,7 @@ func runTx[Tx any](ctx context.Context, r *TxRunner, s txSteps[Tx], fn func(Tx) 
 		attempts++
 		return struct{}{}, attemptTx(ctx, s, fn, attempts)
 	})
-	if attempts > 1 && dbclass.IsTxRetryable(err) {
+	if attempts > 1 && dbguard.IsTxRetryable(err) {
 		return fmt.Errorf("respool: transaction rolled back by the server on each of %d attempts: %w", attempts, err)
 	}
 	return err
@@ -213,15 +213,15 @@ func attemptTx[Tx any](ctx context.Context, s txSteps[Tx], fn func(Tx) error, at
 // the server answered with an error that is not ambiguous (a conflict, a
 // deferred constraint), the transaction had been aborted before (pgx's
 // ErrTxCommitRollback) or ended (sql.ErrTxDone, pgx.ErrTxClosed), or
-// nothing was sent (dbclass's NothingSent: driver.ErrBadConn, which
+// nothing was sent (dbguard's NothingSent: driver.ErrBadConn, which
 // go-sql-driver/mysql and respool return only then, or pgconn's safe
 // errors; the server rolls back a transaction whose session ends).
 // Anything else may have followed COMMIT to the server.
 func commitRefused(err error) bool {
-	v := dbclass.Classify(err)
+	v := dbguard.Classify(err)
 	if v.Code != "" {
-		return v.Class != dbclass.ClassAmbiguous
+		return v.Class != dbguard.ClassAmbiguous
 	}
-	return v.NothingSent && v.Class != dbclass.ClassAmbiguous ||
+	return v.NothingSent && v.Class != dbguard.ClassAmbiguous ||
 		errors.Is(err, pgx.ErrTxCommitRollback) || errors.Is(err, sql.ErrTxDone) || errors.Is(err, pgx.ErrTxClosed)
 }

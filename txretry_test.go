@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
 )
 
@@ -187,8 +187,8 @@ func checkUnknown(t *testing.T, err error) {
 	t.Helper()
 	var unknown *TxOutcomeUnknownError
 	if !errors.As(err, &unknown) || unknown.Attempt != 1 || !errors.Is(err, ErrTxOutcomeUnknown) ||
-		!errors.Is(err, dbclass.ErrAmbiguous) || dbclass.Classify(err).Class != dbclass.ClassAmbiguous {
-		t.Errorf("err = %v (%v); want a *TxOutcomeUnknownError of attempt 1, ambiguous", err, dbclass.Classify(err))
+		!errors.Is(err, dbguard.ErrAmbiguous) || dbguard.Classify(err).Class != dbguard.ClassAmbiguous {
+		t.Errorf("err = %v (%v); want a *TxOutcomeUnknownError of attempt 1, ambiguous", err, dbguard.Classify(err))
 	}
 }
 
@@ -205,7 +205,7 @@ func TestRunInTxGivesUpAfterMaxAttempts(t *testing.T) {
 	cfg.Listener = func(e resilience.Event) { events = append(events, e) }
 	err := mustRunner(t, cfg).RunInTx(context.Background(), db, nil, update)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "40001" || !dbclass.IsTxRetryable(err) {
+	if !errors.As(err, &pgErr) || pgErr.Code != "40001" || !dbguard.IsTxRetryable(err) {
 		t.Fatalf("err = %v; want the last 40001", err)
 	}
 	if len(events) != 3 || events[2].Kind != resilience.EventGiveUp {

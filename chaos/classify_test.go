@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
-// TestStatementFaultsClassified: what resilience/dbclass makes of each
+// TestStatementFaultsClassified: what dbguard makes of each
 // statement fault, for each driver's errors. The classes are those of the
 // real errors measured in integration/chaos against real servers.
 func TestStatementFaultsClassified(t *testing.T) {
@@ -27,12 +27,12 @@ func TestStatementFaultsClassified(t *testing.T) {
 			name  string
 			fault Fault
 			ctx   func(*testing.T) context.Context
-			want  dbclass.Classification
+			want  dbguard.Classification
 		}{
-			{"drop before", Fault{Kind: KindDrop}, nil, dbclass.Classification{Class: dbclass.ClassConnection, NothingSent: true}},
-			{"drop after", Fault{Kind: KindDrop, AfterSend: true}, nil, dbclass.Classification{Class: dbclass.ClassAmbiguous}},
-			{"freeze deadline", Fault{Kind: KindFreeze}, deadline, dbclass.Classification{Class: dbclass.ClassAmbiguous, Timeout: true}},
-			{"freeze cancel", Fault{Kind: KindFreeze}, canceled, dbclass.Classification{Class: dbclass.ClassCaller, Canceled: true}},
+			{"drop before", Fault{Kind: KindDrop}, nil, dbguard.Classification{Class: dbguard.ClassConnection, NothingSent: true}},
+			{"drop after", Fault{Kind: KindDrop, AfterSend: true}, nil, dbguard.Classification{Class: dbguard.ClassAmbiguous}},
+			{"freeze deadline", Fault{Kind: KindFreeze}, deadline, dbguard.Classification{Class: dbguard.ClassAmbiguous, Timeout: true}},
+			{"freeze cancel", Fault{Kind: KindFreeze}, canceled, dbguard.Classification{Class: dbguard.ClassCaller, Canceled: true}},
 		} {
 			t.Run(fl.name+" "+tc.name, func(t *testing.T) {
 				c, _ := flavoredConnector(t, fl.drv, tc.fault)
@@ -41,7 +41,7 @@ func TestStatementFaultsClassified(t *testing.T) {
 					ctx = tc.ctx(t)
 				}
 				err := exec(ctx, connect(t, c))
-				if got := dbclass.ClassifyContext(ctx, err); got != tc.want {
+				if got := dbguard.ClassifyContext(ctx, err); got != tc.want {
 					t.Errorf("%q: %+v, want %+v", err, got, tc.want)
 				}
 			})
@@ -49,22 +49,22 @@ func TestStatementFaultsClassified(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		err   error
-		class dbclass.Class
+		class dbguard.Class
 	}{
-		{PgError("40001"), dbclass.ClassTxRetryable}, {PgError("40P01"), dbclass.ClassTxRetryable},
-		{PgError("55P03"), dbclass.ClassTxRetryable}, {PgError("53300"), dbclass.ClassBackPressure},
-		{PgError("57P01"), dbclass.ClassConnection}, {PgError("08006"), dbclass.ClassConnection},
-		{PgError("42601"), dbclass.ClassCaller}, {PgError("23505"), dbclass.ClassCaller},
-		{PgError("57014"), dbclass.ClassOther}, {PgError("XX000"), dbclass.ClassOther},
-		{MySQLError(1213), dbclass.ClassTxRetryable}, {MySQLError(1205), dbclass.ClassTxRetryable},
-		{MySQLError(1040), dbclass.ClassBackPressure}, {MySQLError(1226), dbclass.ClassBackPressure},
-		{MySQLError(1927), dbclass.ClassConnection}, {MySQLError(1053), dbclass.ClassConnection},
-		{MySQLError(1064), dbclass.ClassCaller}, {MySQLError(1062), dbclass.ClassCaller},
+		{PgError("40001"), dbguard.ClassTxRetryable}, {PgError("40P01"), dbguard.ClassTxRetryable},
+		{PgError("55P03"), dbguard.ClassTxRetryable}, {PgError("53300"), dbguard.ClassBackPressure},
+		{PgError("57P01"), dbguard.ClassConnection}, {PgError("08006"), dbguard.ClassConnection},
+		{PgError("42601"), dbguard.ClassCaller}, {PgError("23505"), dbguard.ClassCaller},
+		{PgError("57014"), dbguard.ClassOther}, {PgError("XX000"), dbguard.ClassOther},
+		{MySQLError(1213), dbguard.ClassTxRetryable}, {MySQLError(1205), dbguard.ClassTxRetryable},
+		{MySQLError(1040), dbguard.ClassBackPressure}, {MySQLError(1226), dbguard.ClassBackPressure},
+		{MySQLError(1927), dbguard.ClassConnection}, {MySQLError(1053), dbguard.ClassConnection},
+		{MySQLError(1064), dbguard.ClassCaller}, {MySQLError(1062), dbguard.ClassCaller},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			c, _ := newFake(t, Config{Faults: []Fault{{Kind: KindError, Err: tc.err}}})
 			err := exec(ctxT(t), connect(t, c))
-			if got := dbclass.Classify(err); got.Class != tc.class {
+			if got := dbguard.Classify(err); got.Class != tc.class {
 				t.Errorf("%q: %v, want %v", err, got, tc.class)
 			}
 		})

@@ -14,7 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
 // closedPort returns a loopback address nothing listens on.
@@ -76,7 +76,7 @@ func TestRefuseAsTheDriver(t *testing.T) {
 			if !errors.Is(injected, syscall.ECONNREFUSED) {
 				t.Errorf("%v: not ECONNREFUSED", injected)
 			}
-			if rc, ic := dbclass.Classify(real), dbclass.Classify(injected); rc != ic {
+			if rc, ic := dbguard.Classify(real), dbguard.Classify(injected); rc != ic {
 				t.Errorf("real %q: %v; injected %q: %v", real, rc, injected, ic)
 			}
 			want := strings.Replace(real.Error(), addr, "127.0.0.1:1", -1)
@@ -93,15 +93,15 @@ func TestConnectErrorAsTheDriver(t *testing.T) {
 	for _, tc := range []struct {
 		driver  string
 		err     error
-		class   dbclass.Class
+		class   dbguard.Class
 		chain   string
 		sslmode string
 	}{
-		{"pgx", PgError("53300"), dbclass.ClassBackPressure, "*pgconn.ConnectError > *errors.joinError", "disable"},
-		{"pgx", PgError("57P03"), dbclass.ClassBackPressure, "*pgconn.ConnectError > *errors.joinError", "prefer"},
-		{"pgx", PgError("28P01"), dbclass.ClassCaller, "*pgconn.ConnectError > *errors.joinError", "prefer"},
-		{"mysql", MySQLError(1040), dbclass.ClassBackPressure, "*mysql.MySQLError", ""},
-		{"mysql", MySQLError(1045), dbclass.ClassCaller, "*mysql.MySQLError", ""},
+		{"pgx", PgError("53300"), dbguard.ClassBackPressure, "*pgconn.ConnectError > *errors.joinError", "disable"},
+		{"pgx", PgError("57P03"), dbguard.ClassBackPressure, "*pgconn.ConnectError > *errors.joinError", "prefer"},
+		{"pgx", PgError("28P01"), dbguard.ClassCaller, "*pgconn.ConnectError > *errors.joinError", "prefer"},
+		{"mysql", MySQLError(1040), dbguard.ClassBackPressure, "*mysql.MySQLError", ""},
+		{"mysql", MySQLError(1045), dbguard.ClassCaller, "*mysql.MySQLError", ""},
 	} {
 		t.Run(fmt.Sprintf("%s %v %s", tc.driver, tc.err, tc.sslmode), func(t *testing.T) {
 			dsn := realDSN(tc.driver, "127.0.0.1:1")
@@ -119,7 +119,7 @@ func TestConnectErrorAsTheDriver(t *testing.T) {
 			if got := chain(err); got != tc.chain {
 				t.Errorf("chain %s, want %s", got, tc.chain)
 			}
-			if v := dbclass.Classify(err); v.Class != tc.class {
+			if v := dbguard.Classify(err); v.Class != tc.class {
 				t.Errorf("%q: %v, want %v", err, v, tc.class)
 			}
 			var pgErr *pgconn.PgError
@@ -149,18 +149,18 @@ func TestConnectErrorAsTheDriver(t *testing.T) {
 func TestConnectFreezeAsTheDriver(t *testing.T) {
 	for _, tc := range []struct {
 		driver string
-		class  dbclass.Class
+		class  dbguard.Class
 		chain  string
 	}{
 		// As measured against a real frozen server (integration/chaos).
-		{"pgx", dbclass.ClassConnection, "*pgconn.ConnectError > *errors.joinError"},
-		{"mysql", dbclass.ClassAmbiguous, "context.deadlineExceededError"},
+		{"pgx", dbguard.ClassConnection, "*pgconn.ConnectError > *errors.joinError"},
+		{"mysql", dbguard.ClassAmbiguous, "context.deadlineExceededError"},
 	} {
 		t.Run(tc.driver, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
 			defer cancel()
 			err := connectErr(t, ctx, tc.driver, "127.0.0.1:1", Fault{Kind: KindFreeze, On: OpConnect})
-			v := dbclass.Classify(err)
+			v := dbguard.Classify(err)
 			if got := chain(err); got != tc.chain || v.Class != tc.class || !v.Timeout {
 				t.Errorf("%q: %s, %v; want %s, %v with Timeout", err, got, v, tc.chain, tc.class)
 			}

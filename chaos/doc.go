@@ -26,7 +26,7 @@
 // # Faithful errors
 //
 // An injected fault returns the value the wrapped driver returns for the
-// real fault, so that code under test (and resilience/dbclass) sees no
+// real fault, so that code under test (and dbguard) sees no
 // difference:
 //
 //	fault                      pgx (database/sql)                 go-sql-driver/mysql

@@ -11,7 +11,7 @@ import (
 
 	_ "github.com/respool/respool" // registers "respool"
 	"github.com/respool/respool/chaos"
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
 func ExampleParseDSN() {
@@ -33,7 +33,7 @@ func ExampleParseDSN() {
 
 // A server that is full refuses every other connection attempt: pgx
 // returns the server's error inside its *pgconn.ConnectError, as for a real
-// server, and resilience/dbclass reads it as back-pressure. The first
+// server, and dbguard reads it as back-pressure. The first
 // attempt is refused by the real closed port.
 func ExampleNewConnector() {
 	c, err := chaos.NewConnector(chaos.Config{
@@ -52,7 +52,7 @@ func ExampleNewConnector() {
 	for range 2 {
 		err := db.PingContext(context.Background())
 		var connectErr *pgconn.ConnectError
-		fmt.Println(errors.As(err, &connectErr), errors.Is(err, syscall.ECONNREFUSED), dbclass.Classify(err).Class)
+		fmt.Println(errors.As(err, &connectErr), errors.Is(err, syscall.ECONNREFUSED), dbguard.Classify(err).Class)
 	}
 	fmt.Println("injected:", c.Stats().Injected("error"))
 	// Output:
@@ -80,7 +80,7 @@ func ExampleLookup() {
 	err = db.PingContext(context.Background())
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		fmt.Println(pgErr.Code, dbclass.Classify(err).Class)
+		fmt.Println(pgErr.Code, dbguard.Classify(err).Class)
 	}
 	fmt.Println("injected:", c.Stats().Injected("connect_error"))
 	// Output:

@@ -7,7 +7,6 @@ import (
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // Defaults of the zero Config, chosen for a database: see Config.
@@ -70,9 +69,6 @@ type Config struct {
 	// configured from the Guard does not know the server's "too many
 	// connections" (see Guard.BackPressure).
 	BackPressureDisabled bool
-	// Classifier says what an error means (see package dbclass); nil means
-	// dbclass's defaults.
-	Classifier *dbclass.Classifier
 	// Clock is where time is read and timers set. Nil means clock.System().
 	Clock clock.Clock
 	// Listener receives the mechanisms' events (see resilience.Event).
@@ -81,7 +77,7 @@ type Config struct {
 
 // BreakerConfig configures the circuit breaker: a count window of the last
 // calls (connection attempts and statements), of which those that failed at
-// the connection level or timed out (dbclass.Classification.IsFailure)
+// the connection level or timed out (Classification.IsFailure)
 // count as failures; a caller's own errors and cancellations, back-pressure
 // and transaction conflicts do not.
 type BreakerConfig struct {
@@ -114,7 +110,7 @@ type BreakerConfig struct {
 }
 
 // RetryConfig configures the attempts of one creation. An attempt is made
-// again only when nothing reached the server (dbclass.IsConnectRetryable:
+// again only when nothing reached the server (Classification.IsConnectRetryable:
 // a refused or failed dial, pgx's connect errors), never after
 // back-pressure (the pause and the pool handle it), and never once the
 // circuit is open; the attempts stay within the creation's deadline (the
@@ -133,7 +129,7 @@ type RetryConfig struct {
 }
 
 // PauseConfig configures the pause: a back-pressure error of a connection
-// attempt (the server is full, or starting: dbclass.BackPressure) closes a
+// attempt (the server is full, or starting: BackPressure) closes a
 // gate in front of every creation for the time the error names, longer
 // when it comes right back (escalation), and one probe goes first when it
 // reopens. A creation that meets the closed gate fails at once with a
@@ -190,9 +186,6 @@ func (c Config) validate() (Config, error) {
 	r.Delay = cmp.Or(r.Delay, DefaultRetryDelay)
 	r.MaxDelay = max(cmp.Or(r.MaxDelay, DefaultRetryMaxDelay), r.Delay)
 	p.MaxPause = cmp.Or(p.MaxPause, DefaultMaxPause)
-	if c.Classifier == nil {
-		c.Classifier, _ = dbclass.New(dbclass.Config{})
-	}
 	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

@@ -142,7 +142,7 @@ func TestPauseOnBackPressure(t *testing.T) {
 	}
 	until, ok := resilience.RetryAfter(err)
 	if !ok || until.Sub(f.clk.Now()) != time.Second {
-		t.Fatalf("RetryAfter %v; want now + dbclass's 1s", until)
+		t.Fatalf("RetryAfter %v; want now + dbguard's 1s", until)
 	}
 	if s := f.g.Breaker().State(); s != breaker.Closed {
 		t.Fatalf("breaker %v; want closed: back-pressure is not a failure", s)

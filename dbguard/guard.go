@@ -12,7 +12,6 @@ import (
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/compose"
-	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/pause"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -82,7 +81,7 @@ func New(c Config) (*Guard, error) {
 		// the reopening time, so that the pool holds its creations until
 		// then (and serves its callers with the connections it has); those
 		// behind the probe wait for its outcome only.
-		if g.pause, err = pause.New(pause.Config{Name: c.Name, Classify: c.Classifier.BackPressure,
+		if g.pause, err = pause.New(pause.Config{Name: c.Name, Classify: BackPressure,
 			MaxPause: c.Pause.MaxPause, NoWait: true, Clock: c.Clock, Listener: c.Listener}); err != nil {
 			return nil, err
 		}
@@ -133,7 +132,7 @@ func (g *Guard) BackPressure() func(err error) (time.Duration, bool) {
 	if g.c.BackPressureDisabled {
 		return nil
 	}
-	return g.c.Classifier.BackPressure
+	return BackPressure
 }
 
 // Check admits a take from the pool: nil, or, while the circuit is open
@@ -289,7 +288,7 @@ func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err e
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, driver.ErrSkip) || errors.Is(err, resilience.ErrRejected) {
 		return errNotRecorded
 	}
-	v := g.c.Classifier.ClassifyContext(ctx, err)
+	v := ClassifyContext(ctx, err)
 	switch {
 	case v.Canceled:
 		return context.Canceled
@@ -318,7 +317,7 @@ func (g *Guard) isFailure(err error) bool {
 	if _, ok := err.(failed); ok {
 		return true
 	}
-	return g.c.Classifier.Classify(err).IsFailure()
+	return Classify(err).IsFailure()
 }
 
 // isIgnored is the breaker's IsIgnored: the caller's cancellation.
@@ -331,8 +330,8 @@ func (g *Guard) retryable(err error) bool {
 	if errors.Is(err, resilience.ErrRejected) {
 		return false
 	}
-	v := g.c.Classifier.Classify(err)
-	if !v.IsConnectRetryable() || v.Class == dbclass.ClassBackPressure {
+	v := Classify(err)
+	if !v.IsConnectRetryable() || v.Class == ClassBackPressure {
 		return false
 	}
 	return g.breaker == nil || g.breaker.State() == breaker.Closed

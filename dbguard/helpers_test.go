@@ -18,7 +18,7 @@ import (
 	"github.com/respool/respool/resilience"
 )
 
-// The errors a driver returns, as dbclass judges them.
+// The errors a driver returns, as Classify judges them.
 var (
 	// errRefused is a dial refused: connection-level, nothing sent.
 	errRefused error = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "x"}}

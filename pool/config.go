@@ -127,7 +127,7 @@ type Config struct {
 	// that succeeds, until MaxObjects; callers beyond the effective size
 	// wait for give-backs in FIFO order, counted against MaxQueueSize. A
 	// new back-pressure error shrinks it again. Its signature is that of
-	// resilience/dbclass.BackPressure. Nil (the default) means no error is
+	// dbguard.BackPressure. Nil (the default) means no error is
 	// back-pressure: the pool does not know the server's errors.
 	BackPressure func(err error) (d time.Duration, ok bool)
 	// Overload chooses what happens when more callers wait than the pool

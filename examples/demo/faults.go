@@ -10,10 +10,10 @@ import (
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/chaos"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
 )
 
@@ -245,7 +245,7 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner,
 		attempts++
 		for _, w := range []int{worker, (worker + 1 + i) % fp.Workers} {
 			if _, err := tx.ExecContext(tctx, q, w); err != nil {
-				if dbclass.IsTxRetryable(err) {
+				if dbguard.IsTxRetryable(err) {
 					tally.conflicts.Add(1)
 				}
 				return err
@@ -265,10 +265,10 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner,
 		return
 	case ctx.Err() != nil:
 		return // the demo was interrupted: not counted
-	case dbclass.IsTxRetryable(err): // conflicts on every attempt: counted above
+	case dbguard.IsTxRetryable(err): // conflicts on every attempt: counted above
 	case errors.Is(err, resilience.ErrRejected):
 		tally.rejected.Add(1)
-	case dbclass.IsConnectRetryable(err):
+	case dbguard.Classify(err).IsConnectRetryable():
 		tally.connErrs.Add(1)
 	case tctx.Err() == nil:
 		tally.others.Add(1)

@@ -2,7 +2,7 @@
 // with a serialization failure (SQLSTATE 40001), as PostgreSQL does under
 // SERIALIZABLE or MySQL with a deadlock (1213): roll back, wait a little,
 // run the transaction again from its first statement. respool's
-// TxRunner (respool.RunInTx with its defaults) does it: resilience/dbclass
+// TxRunner (respool.RunInTx with its defaults) does it: dbguard
 // says which errors are worth it (IsTxRetryable), and a COMMIT whose outcome
 // is unknown is never run again (*respool.TxOutcomeUnknownError).
 //

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/chaos"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 var pg, maria *servers.Server
@@ -86,18 +86,18 @@ func chain(err error) string {
 }
 
 // same checks that injected is the error the caller got for the real
-// fault: the same types along the chain and the same verdict of dbclass
+// fault: the same types along the chain and the same verdict of dbguard
 // (class, code, nothing sent, timeout, cancelled, pause).
 func same(t *testing.T, real, injected error) {
 	t.Helper()
 	if real == nil || injected == nil {
 		t.Fatalf("real %v, injected %v: want two errors", real, injected)
 	}
-	rv, iv := dbclass.Classify(real), dbclass.Classify(injected)
+	rv, iv := dbguard.Classify(real), dbguard.Classify(injected)
 	t.Logf("real     %q: %s: %v", real, chain(real), rv)
 	t.Logf("injected %q: %s: %v", injected, chain(injected), iv)
 	if rv != iv {
-		t.Errorf("dbclass: real %+v, injected %+v", rv, iv)
+		t.Errorf("dbguard: real %+v, injected %+v", rv, iv)
 	}
 	if rc, ic := chain(real), chain(injected); rc != ic {
 		t.Errorf("types: real %s, injected %s", rc, ic)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/chaos"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // TestSeedRepeatsOnRealServer: the same seed fails the same calls of a
@@ -67,10 +67,10 @@ func TestRespoolOverChaos(t *testing.T) {
 			_, err := db.ExecContext(ctx, add, 1)
 			switch {
 			case err == nil:
-			case dbclass.Classify(err).Class == dbclass.ClassAmbiguous:
+			case dbguard.Classify(err).Class == dbguard.ClassAmbiguous:
 				lost++
 			default:
-				t.Fatalf("%v: %v", err, dbclass.Classify(err))
+				t.Fatalf("%v: %v", err, dbguard.Classify(err))
 			}
 		}
 		c := chaos.Lookup(name)
@@ -106,7 +106,7 @@ func TestRespoolOverChaos(t *testing.T) {
 		}
 		var pgErr *pgconn.PgError
 		var myErr *mysql.MySQLError
-		if !errors.As(refused, &pgErr) && !errors.As(refused, &myErr) || dbclass.Classify(refused).Class != dbclass.ClassBackPressure {
+		if !errors.As(refused, &pgErr) && !errors.As(refused, &myErr) || dbguard.Classify(refused).Class != dbguard.ClassBackPressure {
 			t.Errorf("a full server: %v (%T), want its error, back-pressure", refused, refused)
 		}
 		if containsPassword(refused) {
@@ -139,6 +139,6 @@ func TestFrozenStatementReleasedByClose(t *testing.T) {
 		if err == nil {
 			t.Fatal("a frozen statement succeeded")
 		}
-		t.Logf("%q: %v", err, dbclass.Classify(err))
+		t.Logf("%q: %v", err, dbguard.Classify(err))
 	})
 }

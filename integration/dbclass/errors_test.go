@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 func TestDialClosedPort(t *testing.T) {
@@ -19,14 +19,14 @@ func TestDialClosedPort(t *testing.T) {
 	addr := servers.ClosedAddr(t)
 	t.Run("pgx", func(t *testing.T) {
 		_, err := pgx.Connect(ctx, "postgres://respool@"+addr+"/respool?sslmode=disable")
-		v := expect(t, err, dbclass.ClassConnection, "")
+		v := expect(t, err, dbguard.ClassConnection, "")
 		if !v.NothingSent || !v.IsFailure() || !v.IsConnectRetryable() {
 			t.Errorf("%v: want nothing sent, a breaker failure, retryable", v)
 		}
 	})
 	t.Run("mysql", func(t *testing.T) {
 		err := servers.OpenDB(t, "mysql", mysqlDSN(addr, servers.DefaultUser, servers.DefaultPassword, servers.DefaultDatabase)).PingContext(ctx)
-		v := expect(t, err, dbclass.ClassConnection, "")
+		v := expect(t, err, dbguard.ClassConnection, "")
 		if !v.NothingSent || !v.IsFailure() || !v.IsConnectRetryable() {
 			t.Errorf("%v: want nothing sent, a breaker failure, retryable", v)
 		}
@@ -42,7 +42,7 @@ func TestSyntaxErrorAndUniqueViolation(t *testing.T) {
 			syntaxCode, uniqueCode = "1064", "1062"
 		}
 		_, err := db.ExecContext(ctx, "SELEC 1")
-		if v := expect(t, err, dbclass.ClassCaller, syntaxCode); v.IsFailure() {
+		if v := expect(t, err, dbguard.ClassCaller, syntaxCode); v.IsFailure() {
 			t.Errorf("a syntax error counts for the breaker: %v", v)
 		}
 
@@ -50,7 +50,7 @@ func TestSyntaxErrorAndUniqueViolation(t *testing.T) {
 			"INSERT INTO dbclass_unique VALUES (1)")
 		t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE dbclass_unique") })
 		_, err = db.ExecContext(ctx, "INSERT INTO dbclass_unique VALUES (1)")
-		if v := expect(t, err, dbclass.ClassCaller, uniqueCode); v.IsFailure() || v.IsTxRetryable() {
+		if v := expect(t, err, dbguard.ClassCaller, uniqueCode); v.IsFailure() || v.IsTxRetryable() {
 			t.Errorf("a unique violation counts for the breaker or a retry: %v", v)
 		}
 	})
@@ -94,7 +94,7 @@ func TestSerializationFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tx2.Commit()
-	if v := expect(t, err, dbclass.ClassTxRetryable, "40001"); !v.IsTxRetryable() || v.IsFailure() || v.IsConnectRetryable() {
+	if v := expect(t, err, dbguard.ClassTxRetryable, "40001"); !v.IsTxRetryable() || v.IsFailure() || v.IsConnectRetryable() {
 		t.Errorf("%v: want a transaction retry only", v)
 	}
 }
@@ -139,7 +139,7 @@ func TestDeadlock(t *testing.T) {
 		if errs[0] != nil && errs[1] != nil {
 			t.Fatalf("both transactions failed: %v", victim)
 		}
-		if v := expect(t, victim, dbclass.ClassTxRetryable, want); !v.IsTxRetryable() {
+		if v := expect(t, victim, dbguard.ClassTxRetryable, want); !v.IsTxRetryable() {
 			t.Errorf("%v: not retryable as a transaction", v)
 		}
 	})
@@ -167,6 +167,6 @@ func TestLockNotAvailable(t *testing.T) {
 		}
 		defer tx.Rollback()
 		_, err = tx.ExecContext(ctx, "SELECT v FROM dbclass_nowait WHERE k = 1 FOR UPDATE NOWAIT")
-		expect(t, err, dbclass.ClassTxRetryable, want)
+		expect(t, err, dbguard.ClassTxRetryable, want)
 	})
 }

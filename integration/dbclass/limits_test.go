@@ -6,12 +6,13 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // maxAttempts bounds the connections a test opens while looking for a
@@ -35,9 +36,9 @@ func connectUntilRefused(t *testing.T, ctx context.Context, db *sql.DB) (int, er
 
 func expectBackPressure(t *testing.T, err error, code string) {
 	t.Helper()
-	v := expect(t, err, dbclass.ClassBackPressure, code)
-	if d, ok := dbclass.BackPressure(err); !ok || d != dbclass.DefaultPause {
-		t.Errorf("BackPressure = %v, %v; want %v, true", d, ok, dbclass.DefaultPause)
+	v := expect(t, err, dbguard.ClassBackPressure, code)
+	if d, ok := dbguard.BackPressure(err); !ok || d != time.Second {
+		t.Errorf("BackPressure = %v, %v; want %v, true", d, ok, time.Second)
 	}
 	if !v.NothingSent || !v.IsConnectRetryable() || v.IsFailure() {
 		t.Errorf("%v: want nothing sent, retryable, not a breaker failure", v)
@@ -110,7 +111,7 @@ func TestTerminatedBackend(t *testing.T) {
 		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, terminated, err)
 	}
 	_, err := victim.ExecContext(ctx, "SELECT 1")
-	if v := expect(t, err, dbclass.ClassConnection, "57P01"); !v.IsFailure() || v.IsConnectRetryable() {
+	if v := expect(t, err, dbguard.ClassConnection, "57P01"); !v.IsFailure() || v.IsConnectRetryable() {
 		t.Errorf("%v: want a breaker failure, not retryable (the statement was sent)", v)
 	}
 }
@@ -133,12 +134,12 @@ func TestKilledConnection(t *testing.T) {
 		return n == 0, err
 	})
 	_, err := victim.ExecContext(ctx, "UPDATE nothing SET x = 1")
-	if v := dbclass.Classify(err); !v.IsFailure() || v.IsConnectRetryable() || v.IsTxRetryable() {
+	if v := dbguard.Classify(err); !v.IsFailure() || v.IsConnectRetryable() || v.IsTxRetryable() {
 		t.Fatalf("Classify(%v) = %v: want a breaker failure, never retried", err, v)
 	} else {
 		t.Logf("%q: %v", err, v)
 	}
-	if !errors.Is(err, mysql.ErrInvalidConn) && dbclass.Classify(err).Code != "1927" {
+	if !errors.Is(err, mysql.ErrInvalidConn) && dbguard.Classify(err).Code != "1927" {
 		t.Errorf("%v: want mysql.ErrInvalidConn or 1927 connection killed", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // lostMarker names the table of the lost-connection tests: the proxy cuts
@@ -112,12 +112,9 @@ func TestConnectionLostAfterSend(t *testing.T) {
 
 func checkAmbiguous(t *testing.T, err error) {
 	t.Helper()
-	v := expect(t, err, dbclass.ClassAmbiguous, "")
+	v := expect(t, err, dbguard.ClassAmbiguous, "")
 	if v.NothingSent || v.IsConnectRetryable() || v.IsTxRetryable() || !v.IsFailure() {
 		t.Errorf("%v: want never retried, a breaker failure", v)
-	}
-	if !errors.Is(dbclass.MarkAmbiguous(err), dbclass.ErrAmbiguous) {
-		t.Errorf("MarkAmbiguous(%v) is not ErrAmbiguous", err)
 	}
 }
 
@@ -144,5 +141,5 @@ func TestPgxStdlibResendsLostStatement(t *testing.T) {
 		t.Fatalf("database/sql sent the statement %d times; the hazard is gone", cuts)
 	}
 	waitCounter(t, ctx, counter, cuts)
-	t.Logf("one ExecContext: the UPDATE was sent and ran %d times; error %q classified %v", counter(), err, dbclass.Classify(err))
+	t.Logf("one ExecContext: the UPDATE was sent and ran %d times; error %q classified %v", counter(), err, dbguard.Classify(err))
 }

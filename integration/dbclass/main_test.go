@@ -11,8 +11,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 var pg, maria *servers.Server
@@ -42,12 +42,12 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *servers.Server)) {
 }
 
 // expect checks err's class and server code and returns the verdict.
-func expect(t *testing.T, err error, class dbclass.Class, code string) dbclass.Classification {
+func expect(t *testing.T, err error, class dbguard.Class, code string) dbguard.Classification {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want %v %s", class, code)
 	}
-	v := dbclass.Classify(err)
+	v := dbguard.Classify(err)
 	if v.Class != class || v.Code != code {
 		t.Fatalf("Classify(%q) = %v; want class %v, code %q", err, v, class, code)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // TestRespoolRunsALostStatementOnce is TestPgxStdlibResendsLostStatement
@@ -38,7 +38,7 @@ func TestRespoolRunsALostStatementOnce(t *testing.T) {
 				cuts := int(p.cuts.Load())
 				waitCounter(t, ctx, counter, cuts)
 				t.Logf("%s %s: one ExecContext sent the UPDATE %d times, which ran %d times; error %q classified %v",
-					s.Kind, through, cuts, counter(), err, dbclass.Classify(err))
+					s.Kind, through, cuts, counter(), err, dbguard.Classify(err))
 				if err == nil {
 					t.Fatal("no error; the proxy did not cut the connection")
 				}

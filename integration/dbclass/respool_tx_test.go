@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 // This file runs respool.RunInTx and RunInPgxTx on real conflicts: the
@@ -60,7 +60,7 @@ func (a attempts) check(t *testing.T, runErr error, code string) {
 	if len(a) != 2 || a[1] != nil {
 		t.Fatalf("the function ran %d times (%v); want twice, the second without error", len(a), []error(a))
 	}
-	if v := dbclass.Classify(a[0]); v.Class != dbclass.ClassTxRetryable || v.Code != code {
+	if v := dbguard.Classify(a[0]); v.Class != dbguard.ClassTxRetryable || v.Code != code {
 		t.Errorf("the first attempt's error %v is %v; want tx-retryable %s", a[0], v, code)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/resilience/dbclass"
 )
 
 func sleepQuery(s *servers.Server) string {
@@ -90,7 +90,7 @@ func TestCancelledQuery(t *testing.T) {
 		stmtCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		err := runUntil(t, ctx, stmtCtx, s, servers.Pinned(t, ctx, serverDB(t, s)), cancel)
-		v := expect(t, err, dbclass.ClassCaller, "")
+		v := expect(t, err, dbguard.ClassCaller, "")
 		if !v.Canceled || v.IsFailure() || v.IsConnectRetryable() {
 			t.Errorf("%v: want canceled, not a breaker failure, not retried", v)
 		}
@@ -123,8 +123,8 @@ func TestCancelledQuery(t *testing.T) {
 		waitRunning(t, ctx, pg, serverDB(t, pg), sleepQuery(pg))
 		cancel()
 		err = <-done
-		expect(t, err, dbclass.ClassOther, "57014") // alone, it looks like a statement timeout
-		if got, want := dbclass.ClassifyContext(stmtCtx, err), (dbclass.Classification{Class: dbclass.ClassCaller, Code: "57014", Canceled: true}); got != want {
+		expect(t, err, dbguard.ClassOther, "57014") // alone, it looks like a statement timeout
+		if got, want := dbguard.ClassifyContext(stmtCtx, err), (dbguard.Classification{Class: dbguard.ClassCaller, Code: "57014", Canceled: true}); got != want {
 			t.Errorf("ClassifyContext = %v, want %v", got, want)
 		}
 		if err := conn.Ping(ctx); err != nil {
@@ -146,7 +146,7 @@ func TestStatementTimeout(t *testing.T) {
 		servers.MustExec(t, ctx, c, setTimeout)
 		var slept any // MariaDB sends 1969 after the result set header: read the row
 		err := c.QueryRowContext(ctx, sleepQuery(s)).Scan(&slept)
-		if v := expect(t, err, dbclass.ClassOther, code); !v.Timeout || !v.IsFailure() {
+		if v := expect(t, err, dbguard.ClassOther, code); !v.Timeout || !v.IsFailure() {
 			t.Errorf("%v: want a timeout that counts for the breaker", v)
 		}
 	})
@@ -177,7 +177,7 @@ func TestDeadlineUnderRunningStatement(t *testing.T) {
 		ctx := ctxT(t)
 		deadline := &manualDeadline{Context: ctx, done: make(chan struct{})}
 		err := runUntil(t, ctx, deadline, s, servers.Pinned(t, ctx, serverDB(t, s)), func() { close(deadline.done) })
-		if v := expect(t, err, dbclass.ClassAmbiguous, ""); !v.Timeout || !v.IsFailure() || v.IsConnectRetryable() {
+		if v := expect(t, err, dbguard.ClassAmbiguous, ""); !v.Timeout || !v.IsFailure() || v.IsConnectRetryable() {
 			t.Errorf("%v: want a timeout that counts for the breaker, never retried", v)
 		}
 	})

@@ -7,16 +7,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/respool/respool/dbguard"
 	rpool "github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/pause"
 )
 
 // errorClass names the kind of an error a caller saw, for the report:
 // "deadline" (the call's context ended), the server's back-pressure with its
-// code ("server limit 53300"), dbclass's class otherwise, with the server's
-// code when there is one, and for errors dbclass does not know (respool's
+// code ("server limit 53300"), dbguard's class otherwise, with the server's
+// code when there is one, and for errors dbguard does not know (respool's
 // own, for one), the innermost error's message.
 func errorClass(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -25,13 +25,13 @@ func errorClass(err error) string {
 	if name := respoolError(err); name != "" {
 		return name
 	}
-	c := dbclass.Classify(err)
+	c := dbguard.Classify(err)
 	switch {
-	case c.Class == dbclass.ClassBackPressure:
+	case c.Class == dbguard.ClassBackPressure:
 		return "server limit " + c.Code
 	case c.Timeout:
 		return "timeout"
-	case c.Class == dbclass.ClassOther && c.Code == "":
+	case c.Class == dbguard.ClassOther && c.Code == "":
 		return "other: " + innermost(err).Error()
 	case c.Code != "":
 		return c.Class.String() + " " + c.Code

@@ -11,9 +11,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/internal/testctx"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/internal/testctx"
 )
 
 // TestStressSlotsNeverLeak: many callers queue for few slots; some cancel

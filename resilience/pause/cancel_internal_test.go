@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/internal/testctx"
 )
 
 // TestCancelledProbeAfterRepauseKeepsThePause: a waiter is handed the

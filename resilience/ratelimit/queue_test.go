@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 

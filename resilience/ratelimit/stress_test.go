@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/resilience/internal/testctx"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 

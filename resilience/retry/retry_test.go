@@ -11,9 +11,9 @@ import (
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/internal/resil"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
-	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/retry"
 )
 

@@ -1,4 +1,4 @@
-package dbclass
+package dbguard
 
 // rule is what a server's code says, before the context and the transport
 // are taken into account.

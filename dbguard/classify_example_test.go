@@ -1,4 +1,4 @@
-package dbclass_test
+package dbguard_test
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool/resilience/dbclass"
+	"github.com/respool/respool/dbguard"
 )
 
 // Each error as a driver returns it, and what the mechanisms around the
 // call do with it.
-func Example() {
+func Example_classify() {
 	errs := []error{
 		&pgconn.PgError{Severity: "FATAL", Code: "53300", Message: "sorry, too many clients already"},
 		&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"},
@@ -23,7 +23,7 @@ func Example() {
 		context.Canceled,
 	}
 	for _, err := range errs {
-		v := dbclass.Classify(err)
+		v := dbguard.Classify(err)
 		fmt.Printf("%-45s breaker=%-5v retry-connect=%-5v retry-tx=%v\n",
 			v, v.IsFailure(), v.IsConnectRetryable(), v.IsTxRetryable())
 	}
@@ -39,23 +39,22 @@ func Example() {
 // "too many connections" closes the gate for d.
 func ExampleBackPressure() {
 	err := fmt.Errorf("connect: %w", &mysql.MySQLError{Number: 1040, Message: "Too many connections"})
-	if d, ok := dbclass.BackPressure(err); ok {
+	if d, ok := dbguard.BackPressure(err); ok {
 		fmt.Println("pause everyone for", d)
 	}
 	// Output: pause everyone for 1s
 }
 
-// A Classifier with its own pauses; its BackPressure method has the same
-// signature as the package's.
-func ExampleNew() {
-	c, err := dbclass.New(dbclass.Config{Pause: 2 * time.Second, StartupPause: 500 * time.Millisecond})
-	if err != nil {
-		panic(err)
+// A pause of your own for back-pressure: BackPressure's verdict, another
+// duration.
+func ExampleBackPressure_ownPause() {
+	classify := func(err error) (time.Duration, bool) {
+		_, ok := dbguard.BackPressure(err)
+		return 5 * time.Second, ok
 	}
-	var pauseClassifier func(error) (d time.Duration, ok bool) = c.BackPressure
-	d, _ := pauseClassifier(&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"})
-	fmt.Println(d)
-	// Output: 500ms
+	d, ok := classify(&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"})
+	fmt.Println(d, ok)
+	// Output: 5s true
 }
 
 // ClassifyContext tells the caller's cancellation from the server's
@@ -65,8 +64,8 @@ func ExampleClassifyContext() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := &pgconn.PgError{Severity: "ERROR", Code: "57014", Message: "canceling statement due to user request"}
-	fmt.Println(dbclass.Classify(err))
-	fmt.Println(dbclass.ClassifyContext(ctx, err))
+	fmt.Println(dbguard.Classify(err))
+	fmt.Println(dbguard.ClassifyContext(ctx, err))
 	// Output:
 	// other code=57014 timeout
 	// caller code=57014 canceled

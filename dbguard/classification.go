@@ -1,7 +1,6 @@
-package dbclass
+package dbguard
 
 import (
-	"log/slog"
 	"strings"
 	"time"
 )
@@ -32,7 +31,9 @@ type Classification struct {
 	// still says whether the statement may have reached the server.
 	Canceled bool
 	// Pause is how long to hold new work back: positive exactly when Class
-	// is ClassBackPressure (see Config for how it is chosen).
+	// is ClassBackPressure: 1s for a server that is full (PostgreSQL
+	// 53300, 53400; MySQL 1040, 1203, 1226, 1135), 100ms for PostgreSQL
+	// 57P03 cannot_connect_now (starting, shutting down or recovering).
 	Pause time.Duration
 }
 
@@ -82,28 +83,4 @@ func (c Classification) String() string {
 		b.WriteString(" pause=" + c.Pause.String())
 	}
 	return b.String()
-}
-
-// LogValue groups the verdict for log/slog under stable attribute names:
-// class, code, nothing_sent, timeout, canceled, pause (the last four only
-// when set).
-func (c Classification) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 6)
-	attrs = append(attrs, slog.String("class", c.Class.String()))
-	if c.Code != "" {
-		attrs = append(attrs, slog.String("code", c.Code))
-	}
-	if c.NothingSent {
-		attrs = append(attrs, slog.Bool("nothing_sent", true))
-	}
-	if c.Timeout {
-		attrs = append(attrs, slog.Bool("timeout", true))
-	}
-	if c.Canceled {
-		attrs = append(attrs, slog.Bool("canceled", true))
-	}
-	if c.Pause > 0 {
-		attrs = append(attrs, slog.Duration("pause", c.Pause))
-	}
-	return slog.GroupValue(attrs...)
 }

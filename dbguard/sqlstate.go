@@ -1,4 +1,4 @@
-package dbclass
+package dbguard
 
 // sqlstateRule returns the rule for a SQLSTATE: PostgreSQL's codes, and
 // the standard ones MySQL and MariaDB send beside their error numbers.

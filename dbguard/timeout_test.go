@@ -1,4 +1,4 @@
-package dbclass_test
+package dbguard_test
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/testctx"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/dbclass"
-	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/timeout"
 )
 
@@ -24,8 +24,8 @@ func TestTimeoutMechanismError(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	})
-	v := dbclass.Classify(err)
-	if !v.Timeout || v.Class != dbclass.ClassAmbiguous || !v.IsFailure() || v.IsConnectRetryable() {
+	v := dbguard.Classify(err)
+	if !v.Timeout || v.Class != dbguard.ClassAmbiguous || !v.IsFailure() || v.IsConnectRetryable() {
 		t.Fatalf("%v: %v; want an ambiguous timeout that counts for the breaker", err, v)
 	}
 }
@@ -67,12 +67,12 @@ func TestTimeoutKeepsTheServersCode(t *testing.T) {
 		name      string
 		code      string
 		withCtx   bool // the driver joins its context's error
-		want      dbclass.Class
+		want      dbguard.Class
 		isTimeout bool // errors.Is(err, timeout.ErrTimeout)
 	}{
-		{"deadlock", "40P01", false, dbclass.ClassTxRetryable, false},
-		{"deadlock with the context's error", "40P01", true, dbclass.ClassTxRetryable, true},
-		{"unique violation after the deadline", "23505", false, dbclass.ClassCaller, false},
+		{"deadlock", "40P01", false, dbguard.ClassTxRetryable, false},
+		{"deadlock with the context's error", "40P01", true, dbguard.ClassTxRetryable, true},
+		{"unique violation after the deadline", "23505", false, dbguard.ClassCaller, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			serverErr := &pgconn.PgError{Severity: "ERROR", Code: tc.code, Message: tc.name}
@@ -83,7 +83,7 @@ func TestTimeoutKeepsTheServersCode(t *testing.T) {
 				}
 				return 0, serverErr
 			})
-			v := dbclass.Classify(err)
+			v := dbguard.Classify(err)
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || pgErr.Code != tc.code || v.Class != tc.want || v.Code != tc.code || v.Timeout {
 				t.Fatalf("%v: %v; want class %v from code %s, not a timeout", err, v, tc.want, tc.code)

@@ -1,4 +1,4 @@
-package dbclass
+package dbguard
 
 import "strconv"
 

@@ -1,19 +1,20 @@
-package dbclass
+package dbguard
 
 import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Classify returns the verdict on err under the default Config. Wrapped
-// errors are unwrapped (fmt.Errorf %w, errors.Join, the drivers' own
-// wrappers). See the package documentation for the rules.
+// Classify returns the verdict on err. Wrapped errors are unwrapped
+// (fmt.Errorf %w, errors.Join, the drivers' own wrappers). See the package
+// documentation for the rules.
 func Classify(err error) Classification {
-	return defaultClassifier.classify(err, nil)
+	return classify(err, nil)
 }
 
 // ClassifyContext is Classify for an error returned by a call made with
@@ -24,26 +25,16 @@ func Classify(err error) Classification {
 // ctx ended was lost to the cancellation or the deadline. Other errors are
 // classified as by Classify.
 func ClassifyContext(ctx context.Context, err error) Classification {
-	return defaultClassifier.ClassifyContext(ctx, err)
-}
-
-// Classify is the package-level Classify under c's Config.
-func (c *Classifier) Classify(err error) Classification {
-	return c.classify(err, nil)
-}
-
-// ClassifyContext is the package-level ClassifyContext under c's Config.
-func (c *Classifier) ClassifyContext(ctx context.Context, err error) Classification {
 	if err == nil {
 		return Classification{}
 	}
-	return c.classify(err, ctx.Err())
+	return classify(err, ctx.Err())
 }
 
 // classify applies the rules in order: a server's code wins; then the
 // caller's cancellation; then what the client libraries and the transport
 // say. ctxErr is the calling context's error, if known.
-func (c *Classifier) classify(err, ctxErr error) Classification {
+func classify(err, ctxErr error) Classification {
 	if err == nil {
 		return Classification{}
 	}
@@ -53,7 +44,7 @@ func (c *Classifier) classify(err, ctxErr error) Classification {
 
 	if r, code, ok := serverRule(err); ok {
 		v.Code = code
-		c.applyRule(&v, r, canceled || ctxCanceled)
+		applyRule(&v, r, canceled || ctxCanceled)
 		return v
 	}
 
@@ -99,13 +90,27 @@ func serverRule(err error) (rule, string, bool) {
 	return ruleNone, "", false
 }
 
+// The pauses of back-pressure. No database says how long to wait.
+const (
+	// fullPause follows a "server is full" error: a slot frees when some
+	// other session ends, so the pause is long enough that a pool above the
+	// server's limit makes about one attempt a second, and short against
+	// typical request deadlines. A pause that escalates on repeated signals
+	// stretches it further.
+	fullPause = time.Second
+	// startupPause follows 57P03 cannot_connect_now: a starting server
+	// typically accepts within a fraction of a second, so waiting long
+	// would delay recovery after a restart.
+	startupPause = 100 * time.Millisecond
+)
+
 // applyRule sets v's class and the bits the rule decides.
-func (c *Classifier) applyRule(v *Classification, r rule, canceled bool) {
+func applyRule(v *Classification, r rule, canceled bool) {
 	switch r {
 	case ruleFull, ruleStartup:
-		v.Class, v.NothingSent, v.Pause = ClassBackPressure, true, c.pause
+		v.Class, v.NothingSent, v.Pause = ClassBackPressure, true, fullPause
 		if r == ruleStartup {
-			v.Pause = c.startupPause
+			v.Pause = startupPause
 		}
 	case ruleConnection:
 		v.Class = ClassConnection

@@ -1,4 +1,4 @@
-package dbclass_test
+package dbguard_test
 
 import (
 	"context"
