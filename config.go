@@ -38,14 +38,20 @@ type Config struct {
 	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
 	// reported, and a negative threshold means no hold-time report
 	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
-	// Resilience classifier's (dbguard.BackPressure), unless
-	// Resilience.BackPressureDisabled (respool_back_pressure=off).
+	// database's classifier (dbguard.BackPressure), unless
+	// BackPressureDisabled.
 	Pool pool.Config
+	// BackPressureDisabled leaves Pool.BackPressure nil when it is not set
+	// (respool_back_pressure=off): the pool then does not know the
+	// server's "too many connections" and keeps trying at its full size.
+	BackPressureDisabled bool
 	// Resilience configures the breaker, the retry of connection attempts,
 	// the pause after back-pressure and the connect-rate limiter around the
 	// pool (see package dbguard and the package documentation). Its zero
-	// value is the defaults: all on but the connect-rate limiter and the
-	// breaker's slow-call threshold. An empty Name means the pool's.
+	// value is the database presets (dbguard.BreakerPreset, RetryPreset,
+	// PausePreset): all on but the connect-rate limiter and the breaker's
+	// slow-call threshold. An empty Name means the pool's. NewConnector
+	// checks it (dbguard.New), Validate does not.
 	Resilience dbguard.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
@@ -148,13 +154,12 @@ type Config struct {
 // unterminated quote), or whose password its form cannot carry as written
 // (a URL password holding an unencoded '@' or '/': the error says to
 // percent-encode it, and shows none of it); a negative CloseTimeout; an
-// empty InitSQL statement; a pool configuration that pool.Config.Validate
-// refuses; or a Resilience configuration that dbguard.Config.Validate
-// refuses.
+// empty InitSQL statement; or a pool configuration that
+// pool.Config.Validate refuses. Resilience is checked by NewConnector, once
+// (dbguard.New).
 //
 // Every error matches errors.Is(err, ErrInvalidConfig). For the pool
-// configuration, errors.As finds the *pool.ConfigError naming the field; for
-// Resilience, the *resilience.ConfigError.
+// configuration, errors.As finds the *pool.ConfigError naming the field.
 // Registration of DriverName is not checked here: the driver may be
 // registered later, before the first connection.
 func (c *Config) Validate() error {
@@ -200,9 +205,6 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 	if err := c.poolConfig().Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if err := c.Resilience.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
-	}
 	return text, nil
 }
 
@@ -214,7 +216,7 @@ func (c *Config) poolConfig() pool.Config {
 	if pc.Name == "" {
 		pc.Name = "respool(" + driverLabel(*c) + ")"
 	}
-	if pc.BackPressure == nil && !c.Resilience.BackPressureDisabled {
+	if pc.BackPressure == nil && !c.BackPressureDisabled {
 		pc.BackPressure = dbguard.BackPressure
 	}
 	switch {

@@ -83,7 +83,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 		hooks.logger = slog.Default() // as the pool's
 	}
 	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
 	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard}

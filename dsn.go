@@ -13,11 +13,12 @@ import (
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/delay"
 )
 
 // dsnguardDefaultWindow is the breaker window respool_breaker_min_calls is
 // checked against when respool_breaker_window is not given.
-const dsnguardDefaultWindow = dbguard.DefaultWindowSize
+var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 
 // respool's keys, and the settings the keys give. respool's keys all start
 // with "respool_" and are removed before the DSN reaches the underlying
@@ -54,18 +55,24 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 //	respool_create_backoff          Pool.CreateBackoff         duration > 0 (Initial), or off (Disabled)
 //	respool_create_backoff_max      Pool.CreateBackoff.Max     duration > 0, ≥ create_backoff
 //	respool_overload                Pool.Overload.Policy       deadline, codel or fifo
-//	respool_back_pressure           !Resilience.BackPressureDisabled  true/false/on/off/1/0
-//	respool_breaker                 !Resilience.Breaker.Disabled      true/false/on/off/1/0
-//	respool_breaker_window          Resilience.Breaker.WindowSize     integer ≥ 1
-//	respool_breaker_min_calls       Resilience.Breaker.MinimumCalls   integer ≥ 1, ≤ breaker_window
-//	respool_breaker_failure_rate    Resilience.Breaker.FailureRate    number in (0, 1]
-//	respool_breaker_open_delay      Resilience.Breaker.OpenDelay      duration > 0
-//	respool_breaker_max_open_delay  Resilience.Breaker.MaxOpenDelay   duration > 0
-//	respool_breaker_slow_call       Resilience.Breaker.SlowCall       duration > 0, or off (0)
-//	respool_retry_connect           Resilience.Retry.Attempts         integer ≥ 1
-//	respool_connect_rate            Resilience.ConnectRate            integer ≥ 1, or off (0)
-//	respool_pause                   !Resilience.Pause.Disabled        true/false/on/off/1/0
-//	respool_max_pause               Resilience.Pause.MaxPause         duration > 0
+//	respool_back_pressure           !BackPressureDisabled                    true/false/on/off/1/0
+//	respool_breaker                 !Resilience.BreakerDisabled              true/false/on/off/1/0
+//	respool_breaker_window          Resilience.Breaker.WindowSize            integer ≥ 1
+//	respool_breaker_min_calls       Resilience.Breaker.MinimumCalls          integer ≥ 1, ≤ breaker_window
+//	respool_breaker_failure_rate    Resilience.Breaker.FailureRate           number in (0, 1]
+//	respool_breaker_open_delay      Resilience.Breaker.OpenDelay.Initial     duration > 0
+//	respool_breaker_max_open_delay  Resilience.Breaker.OpenDelay.Max         duration > 0
+//	respool_breaker_slow_call       Resilience.Breaker.SlowCallDuration      duration > 0, or off (0)
+//	respool_retry_connect           Resilience.Retry.MaxAttempts             integer ≥ 1
+//	respool_connect_rate            Resilience.ConnectRate                   integer ≥ 1, or off (0)
+//	respool_pause                   !Resilience.PauseDisabled                true/false/on/off/1/0
+//	respool_max_pause               Resilience.Pause.MaxPause                duration > 0
+//
+// The two open-delay keys set one delay.Strategy: the first of them copies
+// dbguard.BreakerPreset's OpenDelay (exponential from 220ms, doubling, Max
+// 220ms) into the zero Strategy, then each sets its part, and Max is raised
+// to at least Initial: respool_breaker_open_delay=1s alone is a constant 1s,
+// respool_breaker_max_open_delay=30s alone doubles from 220ms up to 30s.
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //
@@ -240,6 +247,7 @@ const (
 	dsnRate    // a float64 in (0, 1]
 	dsnEnum    // a pool.OverloadPolicy by name
 	dsnBackoff // pool.BackoffConfig: a duration for Initial, or "off" for Disabled
+	dsnDelay   // a part of the breaker's delay.Strategy: Initial, or Max with delayMax
 )
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -256,9 +264,12 @@ type dsnKey struct {
 	off     string
 	offZero bool
 	invert  bool // dsnBool: the field holds the negation of the value
+	// delayMax, for a dsnDelay, makes the key set the Strategy's Max
+	// rather than its Initial.
+	delayMax bool
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy or
-	// *pool.BackoffConfig according to kind.
+	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
+	// *pool.BackoffConfig or *delay.Strategy according to kind.
 	field func(c *Config) any
 }
 
@@ -340,33 +351,33 @@ var dsnKeys = []dsnKey{
 		field: func(c *Config) any { return &c.Pool.Overload.Policy }},
 	{name: "respool_back_pressure", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
-		field:    func(c *Config) any { return &c.Resilience.BackPressureDisabled }},
+		field:    func(c *Config) any { return &c.BackPressureDisabled }},
 	{name: "respool_breaker", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
-		field:    func(c *Config) any { return &c.Resilience.Breaker.Disabled }},
+		field:    func(c *Config) any { return &c.Resilience.BreakerDisabled }},
 	{name: dsnKeyBreakerWindow, kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Resilience.Breaker.WindowSize }},
 	{name: dsnKeyBreakerMinCalls, kind: dsnInt, min: 1, accepted: "an integer ≥ 1, at most respool_breaker_window",
 		field: func(c *Config) any { return &c.Resilience.Breaker.MinimumCalls }},
 	{name: "respool_breaker_failure_rate", kind: dsnRate, accepted: "a number > 0 and ≤ 1 such as 0.5",
 		field: func(c *Config) any { return &c.Resilience.Breaker.FailureRate }},
-	{name: "respool_breaker_open_delay", kind: dsnDuration, positive: true,
+	{name: "respool_breaker_open_delay", kind: dsnDelay,
 		accepted: "a duration > 0 such as 220ms",
 		field:    func(c *Config) any { return &c.Resilience.Breaker.OpenDelay }},
-	{name: "respool_breaker_max_open_delay", kind: dsnDuration, positive: true,
+	{name: "respool_breaker_max_open_delay", kind: dsnDelay, delayMax: true,
 		accepted: "a duration > 0 such as 5s",
-		field:    func(c *Config) any { return &c.Resilience.Breaker.MaxOpenDelay }},
+		field:    func(c *Config) any { return &c.Resilience.Breaker.OpenDelay }},
 	{name: "respool_breaker_slow_call", kind: dsnDuration, positive: true, off: "off", offZero: true,
 		accepted: `a duration > 0 such as 5s, or "off"`,
-		field:    func(c *Config) any { return &c.Resilience.Breaker.SlowCall }},
+		field:    func(c *Config) any { return &c.Resilience.Breaker.SlowCallDuration }},
 	{name: "respool_retry_connect", kind: dsnInt, min: 1, accepted: "an integer ≥ 1 (1: no retry)",
-		field: func(c *Config) any { return &c.Resilience.Retry.Attempts }},
+		field: func(c *Config) any { return &c.Resilience.Retry.MaxAttempts }},
 	{name: "respool_connect_rate", kind: dsnInt, min: 1, off: "off",
 		accepted: `an integer ≥ 1 (attempts a second), or "off"`,
 		field:    func(c *Config) any { return &c.Resilience.ConnectRate }},
 	{name: "respool_pause", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
-		field:    func(c *Config) any { return &c.Resilience.Pause.Disabled }},
+		field:    func(c *Config) any { return &c.Resilience.PauseDisabled }},
 	{name: "respool_max_pause", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
@@ -424,6 +435,20 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			}
 		}
 		return false
+	case *delay.Strategy:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return false
+		}
+		if p.Kind == delay.Default {
+			*p = dbguard.BreakerPreset().OpenDelay
+		}
+		if k.delayMax {
+			p.Max = d
+		} else {
+			p.Initial = d
+		}
+		p.Max = max(p.Max, p.Initial)
 	case *pool.BackoffConfig:
 		if strings.EqualFold(v, "off") {
 			p.Disabled = true
@@ -497,6 +522,16 @@ func (k *dsnKey) format(c *Config) string {
 	case *pool.OverloadPolicy:
 		if *p != 0 {
 			return p.String()
+		}
+	case *delay.Strategy:
+		// Initial whenever the Strategy is set, so that it reads back as
+		// set; Max when it is not what Initial alone gives.
+		switch {
+		case p.Kind == delay.Default:
+		case !k.delayMax:
+			return p.Initial.String()
+		case p.Max != max(dbguard.BreakerPreset().OpenDelay.Max, p.Initial):
+			return p.Max.String()
 		}
 	case *pool.BackoffConfig:
 		switch {

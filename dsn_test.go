@@ -22,6 +22,10 @@ import (
 	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/retry"
 )
 
 func TestMain(m *testing.M) {
@@ -384,25 +388,27 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_overload=deadline", Config{}},
 		{"respool_overload=CoDel", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}}}},
 		{"respool_overload=fifo", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}}}},
-		{"respool_back_pressure=off", Config{Resilience: dbguard.Config{BackPressureDisabled: true}}},
+		{"respool_back_pressure=off", Config{BackPressureDisabled: true}},
 		{"respool_back_pressure=on", Config{}},
-		{"respool_breaker=false", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}}}},
+		{"respool_breaker=false", Config{Resilience: dbguard.Config{BreakerDisabled: true}}},
 		{"respool_breaker=1", Config{}},
 		{"respool_breaker_window=50&respool_breaker_min_calls=50",
-			Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 50, MinimumCalls: 50}}}},
-		{"respool_breaker_min_calls=20", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{MinimumCalls: 20}}}},
-		{"respool_breaker_failure_rate=0.25", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{FailureRate: 0.25}}}},
-		{"respool_breaker_failure_rate=1", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{FailureRate: 1}}}},
-		{"respool_breaker_open_delay=1s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{OpenDelay: time.Second}}}},
-		{"respool_breaker_max_open_delay=30s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{MaxOpenDelay: 30 * time.Second}}}},
-		{"respool_breaker_slow_call=5s", Config{Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{SlowCall: 5 * time.Second}}}},
+			Config{Resilience: dbguard.Config{Breaker: breaker.Config{WindowSize: 50, MinimumCalls: 50}}}},
+		{"respool_breaker_min_calls=20", Config{Resilience: dbguard.Config{Breaker: breaker.Config{MinimumCalls: 20}}}},
+		{"respool_breaker_failure_rate=0.25", Config{Resilience: dbguard.Config{Breaker: breaker.Config{FailureRate: 0.25}}}},
+		{"respool_breaker_failure_rate=1", Config{Resilience: dbguard.Config{Breaker: breaker.Config{FailureRate: 1}}}},
+		{"respool_breaker_open_delay=1s", Config{Resilience: dbguard.Config{Breaker: breaker.Config{OpenDelay: presetDelay(time.Second, time.Second)}}}},
+		{"respool_breaker_max_open_delay=30s", Config{Resilience: dbguard.Config{Breaker: breaker.Config{OpenDelay: presetDelay(220*time.Millisecond, 30*time.Second)}}}},
+		{"respool_breaker_max_open_delay=500ms&respool_breaker_open_delay=1s",
+			Config{Resilience: dbguard.Config{Breaker: breaker.Config{OpenDelay: presetDelay(time.Second, time.Second)}}}},
+		{"respool_breaker_slow_call=5s", Config{Resilience: dbguard.Config{Breaker: breaker.Config{SlowCallDuration: 5 * time.Second}}}},
 		{"respool_breaker_slow_call=off", Config{}},
-		{"respool_retry_connect=1", Config{Resilience: dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1}}}},
-		{"respool_retry_connect=5", Config{Resilience: dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 5}}}},
+		{"respool_retry_connect=1", Config{Resilience: dbguard.Config{Retry: retry.Config[struct{}]{MaxAttempts: 1}}}},
+		{"respool_retry_connect=5", Config{Resilience: dbguard.Config{Retry: retry.Config[struct{}]{MaxAttempts: 5}}}},
 		{"respool_connect_rate=20", Config{Resilience: dbguard.Config{ConnectRate: 20}}},
 		{"respool_connect_rate=OFF", Config{}},
-		{"respool_pause=off", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{Disabled: true}}}},
-		{"respool_max_pause=1m", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{MaxPause: time.Minute}}}},
+		{"respool_pause=off", Config{Resilience: dbguard.Config{PauseDisabled: true}}},
+		{"respool_max_pause=1m", Config{Resilience: dbguard.Config{Pause: pause.Config{MaxPause: time.Minute}}}},
 		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
 		{"respool_close_timeout=0", Config{}},
 		{"respool_cancel_wait=250ms", Config{CancelWait: 250 * time.Millisecond}},
@@ -684,10 +690,11 @@ func TestFormatDSN(t *testing.T) {
 			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db",
 				Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: 100 * time.Millisecond, Max: 2 * time.Second},
 					Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}},
-				Resilience: dbguard.Config{BackPressureDisabled: true, ConnectRate: 50,
-					Breaker: dbguard.BreakerConfig{WindowSize: 40, MinimumCalls: 30, FailureRate: 0.75, OpenDelay: time.Second,
-						MaxOpenDelay: 8 * time.Second, SlowCall: 3 * time.Second},
-					Retry: dbguard.RetryConfig{Attempts: 2}, Pause: dbguard.PauseConfig{MaxPause: time.Minute}}},
+				BackPressureDisabled: true,
+				Resilience: dbguard.Config{ConnectRate: 50,
+					Breaker: breaker.Config{WindowSize: 40, MinimumCalls: 30, FailureRate: 0.75,
+						OpenDelay: presetDelay(time.Second, 8*time.Second), SlowCallDuration: 3 * time.Second},
+					Retry: retry.Config[struct{}]{MaxAttempts: 2}, Pause: pause.Config{MaxPause: time.Minute}}},
 			want: "postgres://h/db?respool_create_backoff=100ms&respool_create_backoff_max=2s&respool_overload=codel" +
 				"&respool_back_pressure=false&respool_breaker_window=40&respool_breaker_min_calls=30" +
 				"&respool_breaker_failure_rate=0.75&respool_breaker_open_delay=1s&respool_breaker_max_open_delay=8s" +
@@ -696,9 +703,10 @@ func TestFormatDSN(t *testing.T) {
 		{
 			name: "resilience off",
 			cfg: Config{DriverName: "mysql", DSN: "u@tcp(h)/db",
-				Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}, Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}},
-				Resilience: dbguard.Config{BackPressureDisabled: true, Breaker: dbguard.BreakerConfig{Disabled: true},
-					Retry: dbguard.RetryConfig{Attempts: 1}, Pause: dbguard.PauseConfig{Disabled: true}}},
+				Pool:                 pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}, Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}},
+				BackPressureDisabled: true,
+				Resilience: dbguard.Config{BreakerDisabled: true,
+					Retry: retry.Config[struct{}]{MaxAttempts: 1}, PauseDisabled: true}},
 			want: "u@tcp(h)/db?respool_create_backoff=off&respool_overload=fifo&respool_back_pressure=false" +
 				"&respool_breaker=false&respool_retry_connect=1&respool_pause=false",
 		},
@@ -1038,16 +1046,24 @@ func TestDSNKeysDocumented(t *testing.T) {
 		"respool_create_backoff":       pool.DefaultBackoffInitial.String(),
 		"respool_create_backoff_max":   pool.DefaultBackoffMax.String(),
 		"respool_overload":             pool.OverloadDeadline.String(),
-		"respool_breaker_window":       strconv.Itoa(dbguard.DefaultWindowSize),
-		"respool_breaker_min_calls":    strconv.Itoa(dbguard.DefaultMinimumCalls),
-		"respool_breaker_failure_rate": strconv.FormatFloat(dbguard.DefaultFailureRate, 'g', -1, 64),
-		"respool_breaker_open_delay":   dbguard.DefaultOpenDelay.String(),
-		"respool_retry_connect":        strconv.Itoa(dbguard.DefaultConnectAttempts),
-		"respool_max_pause":            dbguard.DefaultMaxPause.String(),
+		"respool_breaker_window":       strconv.Itoa(dbguard.BreakerPreset().WindowSize),
+		"respool_breaker_min_calls":    strconv.Itoa(dbguard.BreakerPreset().MinimumCalls),
+		"respool_breaker_failure_rate": strconv.FormatFloat(dbguard.BreakerPreset().FailureRate, 'g', -1, 64),
+		"respool_breaker_open_delay":   dbguard.BreakerPreset().OpenDelay.Initial.String(),
+		"respool_retry_connect":        strconv.Itoa(dbguard.RetryPreset().MaxAttempts),
+		"respool_max_pause":            dbguard.PausePreset().MaxPause.String(),
 	}
 	for k, want := range defaults {
 		if !strings.Contains(rows[k], want) {
 			t.Errorf("README.md: default of %s is %q, want %q", k, rows[k], want)
 		}
 	}
+}
+
+// presetDelay is the breaker's OpenDelay that the open-delay keys give: the
+// preset's Strategy with their Initial and Max.
+func presetDelay(initial, max time.Duration) delay.Strategy {
+	s := dbguard.BreakerPreset().OpenDelay
+	s.Initial, s.Max = initial, max
+	return s
 }

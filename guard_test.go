@@ -16,6 +16,8 @@ import (
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // This file tests the resilience wiring: the Connector's breaker fed by
@@ -23,7 +25,7 @@ import (
 // circuit is open, and the errors callers see.
 
 // smallBreaker opens for an hour once half of the last 4 calls failed.
-var smallBreaker = dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4, OpenDelay: time.Hour}}
+var smallBreaker = dbguard.Config{Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Hour}}}
 
 // TestCircuitOpensOnLostConnections checks that statements whose
 // connection broke open the circuit, and that the next query then fails at
@@ -128,7 +130,7 @@ func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	rc := &refusingConnector{err: refused}
 	cfg := smallBreaker
-	cfg.Retry = dbguard.RetryConfig{Delay: time.Millisecond}
+	cfg.Retry = retry.Config[struct{}]{Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Millisecond}}
 	db, c := openDB(t, Config{Connector: rc, Resilience: cfg, Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -168,8 +170,8 @@ func TestBackPressureOnByDefault(t *testing.T) {
 	if s := c.Stats().Resilience; !s.BreakerOn || !s.PauseOn || s.ConnectRateOn {
 		t.Fatalf("Resilience %+v; want the breaker and pause on, no rate limit", s)
 	}
-	off := newTestConnector(t, Config{DriverName: "sqlmock", DSN: m.dsn, Resilience: dbguard.Config{
-		BackPressureDisabled: true, Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}})
+	off := newTestConnector(t, Config{DriverName: "sqlmock", DSN: m.dsn, BackPressureDisabled: true,
+		Resilience: dbguard.Config{BreakerDisabled: true, PauseDisabled: true}})
 	if off.Pool().Config().BackPressure != nil {
 		t.Fatal("BackPressure set with BackPressureDisabled")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
 )
 
 // quiet drops the Connectors' log lines (the circuit opening and closing,
@@ -46,7 +47,7 @@ func TestFromConnectorFollowsTheBreaker(t *testing.T) {
 	c, err := respool.NewConnector(respool.Config{DriverName: "sqlmock", DSN: dsn,
 		Pool: pool.Config{Name: "orders", MaxObjects: 2, Logger: quiet},
 		Resilience: dbguard.Config{Clock: clk,
-			Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4, OpenDelay: openDelay}}})
+			Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: openDelay}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestFromConnectorWithoutResilience(t *testing.T) {
 	}
 	defer mock.Close()
 	c, err := respool.NewConnector(respool.Config{DriverName: "sqlmock", DSN: dsn, Pool: pool.Config{Logger: quiet},
-		Resilience: dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}})
+		Resilience: dbguard.Config{BreakerDisabled: true, PauseDisabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

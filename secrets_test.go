@@ -56,7 +56,7 @@ func connectorOutputs(t *testing.T, cfg Config, timeout time.Duration) (out map[
 	logs := &syncWriter{w: new(bytes.Buffer)}
 	cfg.Pool.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	cfg.Pool.CreateTimeout = timeout
-	cfg.Resilience.Retry.Attempts = 1
+	cfg.Resilience.Retry.MaxAttempts = 1
 	c, err := NewConnector(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -81,11 +81,11 @@ func (e *OpenedError) RetryAfter() time.Time { return e.RetryAt }
 
 // Factory returns f with its Create made through g (see Connect). Its other
 // methods are f's, and so are its hooks when f has some
-// (factory.HookProvider). Give the pool g.BackPressure() too, and call
+// (factory.HookProvider). Give the pool BackPressure too, and call
 // g.Check before each Take to fail fast while the circuit is open:
 //
 //	f := dbguard.Factory[*pgx.Conn](g, pgxFactory)
-//	p, err := pool.New[*pgx.Conn](f, pool.Config{BackPressure: g.BackPressure()})
+//	p, err := pool.New[*pgx.Conn](f, pool.Config{BackPressure: dbguard.BackPressure})
 func Factory[T any](g *Guard, f factory.Factory[T]) factory.Factory[T] {
 	return guarded[T]{Factory: f, g: g}
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // TestRetryOnlyWhenNothingReachedTheServer checks which failed attempts
 // are made again: a refused dial, up to Attempts; not back-pressure, a
 // wrong password or a connection lost during the attempt.
 func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
-	noBreaker := dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}
+	noBreaker := dbguard.Config{BreakerDisabled: true, PauseDisabled: true}
 	t.Run("refused, then made", func(t *testing.T) {
 		f := newFixture(t, noBreaker)
 		f.fail(errRefused, errRefused)
@@ -29,8 +30,8 @@ func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
 		f := newFixture(t, noBreaker)
 		f.fail(errRefused, errRefused, errRefused, errRefused)
 		_, err := f.connectStepping(2)
-		if !errors.Is(err, errRefused) || f.attempts() != dbguard.DefaultConnectAttempts {
-			t.Fatalf("Connect: %v after %d attempts; want the refusal after %d", err, f.attempts(), dbguard.DefaultConnectAttempts)
+		if !errors.Is(err, errRefused) || f.attempts() != dbguard.RetryPreset().MaxAttempts {
+			t.Fatalf("Connect: %v after %d attempts; want the refusal after %d", err, f.attempts(), dbguard.RetryPreset().MaxAttempts)
 		}
 		if s := f.g.Stats(); s.ConnectAttempts != 3 || s.ConnectFailures != 3 || s.Retry.Retries != 2 || s.Retry.GiveUps != 1 {
 			t.Fatalf("stats %+v", s)
@@ -46,7 +47,7 @@ func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
 		})
 	}
 	t.Run("one attempt", func(t *testing.T) {
-		f := newFixture(t, dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1}, Breaker: noBreaker.Breaker})
+		f := newFixture(t, dbguard.Config{Retry: retry.Config[struct{}]{MaxAttempts: 1}, BreakerDisabled: true})
 		f.fail(errRefused)
 		if _, err := f.connect(context.Background()); !errors.Is(err, errRefused) || f.attempts() != 1 {
 			t.Fatalf("Connect: %v after %d attempts; want the refusal after 1", err, f.attempts())
@@ -61,8 +62,8 @@ func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
 // after the open delay one probe goes through, and its success closes the
 // circuit.
 func TestCircuitOpensOnFailedAttempts(t *testing.T) {
-	f := newFixture(t, dbguard.Config{Retry: dbguard.RetryConfig{Attempts: 1},
-		Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+	f := newFixture(t, dbguard.Config{Retry: retry.Config[struct{}]{MaxAttempts: 1},
+		Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4}})
 	ctx := context.Background()
 	f.fail(errRefused, errRefused, errRefused)
 	for range 3 {
@@ -76,7 +77,7 @@ func TestCircuitOpensOnFailedAttempts(t *testing.T) {
 	if !errors.As(err, &oe) || !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) {
 		t.Fatalf("the attempt that opened the circuit: %v; want an *OpenedError of the refusal", err)
 	}
-	halfOpen := f.clk.Now().Add(dbguard.DefaultOpenDelay)
+	halfOpen := f.clk.Now().Add(dbguard.BreakerPreset().OpenDelay.Initial)
 	if at, ok := resilience.RetryAfter(err); !ok || !at.Equal(halfOpen) {
 		t.Fatalf("RetryAfter %v; want the half-open time %v", at, halfOpen)
 	}
@@ -105,19 +106,19 @@ func TestCircuitOpensOnFailedAttempts(t *testing.T) {
 // opens the circuit again at once: it is not retried (the next attempt
 // would only be rejected), and its error carries the next half-open time.
 func TestFailedProbeOpensAgainAndIsNotRetried(t *testing.T) {
-	f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 2, MinimumCalls: 2}})
+	f := newFixture(t, dbguard.Config{Breaker: breaker.Config{WindowSize: 2, MinimumCalls: 2}})
 	ctx := context.Background()
 	f.fail(errRefused, errRefused) // one creation, retried once: two failures open it
 	if _, err := f.connectStepping(1); !errors.Is(err, breaker.ErrOpen) {
 		t.Fatalf("creation: %v; want the circuit open", err)
 	}
-	f.clk.Advance(dbguard.DefaultOpenDelay)
+	f.clk.Advance(dbguard.BreakerPreset().OpenDelay.Initial)
 	f.fail(errRefused)
 	_, err := f.connect(ctx)
 	if !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) || f.attempts() != 3 {
 		t.Fatalf("the probe: %v after %d attempts; want its refusal, the circuit open, 3 attempts", err, f.attempts())
 	}
-	if at, _ := resilience.RetryAfter(err); !at.Equal(f.clk.Now().Add(dbguard.DefaultOpenDelay)) {
+	if at, _ := resilience.RetryAfter(err); !at.Equal(f.clk.Now().Add(dbguard.BreakerPreset().OpenDelay.Initial)) {
 		t.Fatalf("RetryAfter %v; want now + the open delay", at)
 	}
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
 )
 
 // A pool of connections made through a Guard, against a server that
 // refuses every connection: once the attempts have opened the circuit,
 // callers fail at once, and the server sees no attempt until the probe.
 func Example() {
-	g, err := dbguard.New(dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 3, MinimumCalls: 3, OpenDelay: time.Minute}})
+	g, err := dbguard.New(dbguard.Config{Breaker: breaker.Config{WindowSize: 3, MinimumCalls: 3, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Minute}}})
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +29,7 @@ func Example() {
 		return "", errRefused // for pgx: pgxfactory's Create
 	}}
 	p, err := pool.New(dbguard.Factory[string](g, dial),
-		pool.Config{MaxObjects: 10, BackPressure: g.BackPressure(), Logger: slog.New(slog.DiscardHandler)})
+		pool.Config{MaxObjects: 10, BackPressure: dbguard.BackPressure, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}

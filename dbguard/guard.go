@@ -12,7 +12,6 @@ import (
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/compose"
-	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/pause"
 	"github.com/respool/respool/resilience/ratelimit"
 	"github.com/respool/respool/resilience/retry"
@@ -41,7 +40,7 @@ type Guard struct {
 	halfOpenTake atomic.Bool
 
 	// epoch is the origin of the times below and of the statements'
-	// Permit.Since (set by Enter while Config.Breaker.SlowCall is off: the
+	// Permit.Since (set by Enter while Config.Breaker.SlowCallDuration is off: the
 	// breaker then reads none; negated for a sample, see started).
 	epoch time.Time
 	// sampledAt is when the last statement sampled for typical started,
@@ -54,36 +53,30 @@ type Guard struct {
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
-// the field that is not accepted.
+// the field that is not accepted (its path in Config: Breaker.WindowSize).
 func New(c Config) (*Guard, error) {
-	c, err := c.validate()
+	c, err := c.merged()
 	if err != nil {
 		return nil, err
 	}
 	g := &Guard{c: c, epoch: c.Clock.Now()}
-	if !c.Breaker.Disabled {
-		bc := breaker.Config{
-			Name: c.Name, WindowSize: c.Breaker.WindowSize, MinimumCalls: c.Breaker.MinimumCalls,
-			FailureRate: c.Breaker.FailureRate, SlowCallDuration: c.Breaker.SlowCall,
-			HalfOpenCalls: 1, HalfOpenMaxWait: DefaultHalfOpenMaxWait,
-			OpenDelay: delay.Strategy{Kind: delay.Exponential, Initial: c.Breaker.OpenDelay, Multiplier: 2,
-				Max: c.Breaker.MaxOpenDelay},
-			IsFailure: g.isFailure, IsIgnored: isIgnored,
-			Clock: c.Clock, Listener: c.Listener,
+	if !c.BreakerDisabled {
+		bc := c.Breaker
+		isFailure := bc.IsFailure
+		bc.IsFailure = func(err error) bool {
+			if _, ok := err.(failed); ok {
+				return true // a statement judged by Exit
+			}
+			return isFailure(err)
 		}
 		if g.breaker, err = breaker.New(bc); err != nil {
-			return nil, err
+			return nil, within("Breaker", err)
 		}
 		g.stack.Breaker = g.breaker
 	}
-	if !c.Pause.Disabled {
-		// NoWait: a creation that meets the closed gate fails at once with
-		// the reopening time, so that the pool holds its creations until
-		// then (and serves its callers with the connections it has); those
-		// behind the probe wait for its outcome only.
-		if g.pause, err = pause.New(pause.Config{Name: c.Name, Classify: BackPressure,
-			MaxPause: c.Pause.MaxPause, NoWait: true, Clock: c.Clock, Listener: c.Listener}); err != nil {
-			return nil, err
+	if !c.PauseDisabled {
+		if g.pause, err = pause.New(c.Pause); err != nil {
+			return nil, within("Pause", err)
 		}
 		g.stack.Pause = g.pause
 	}
@@ -96,10 +89,14 @@ func New(c Config) (*Guard, error) {
 		}
 		g.stack.Limiter = g.limiter
 	}
-	if g.retry, err = retry.New(retry.Config[struct{}]{Name: c.Name, MaxAttempts: c.Retry.Attempts,
-		Delay:   delay.Strategy{Kind: delay.Exponential, Initial: c.Retry.Delay, Multiplier: 2, Max: c.Retry.MaxDelay, Jitter: delay.Equal},
-		RetryOn: g.retryable, Clock: c.Clock, Listener: c.Listener}); err != nil {
-		return nil, err
+	rc := c.Retry
+	retryOn := rc.RetryOn
+	rc.RetryOn = func(err error) bool {
+		return !errors.Is(err, resilience.ErrRejected) && retryOn(err) &&
+			(g.breaker == nil || g.breaker.State() == breaker.Closed)
+	}
+	if g.retry, err = retry.New(rc); err != nil {
+		return nil, within("Retry", err)
 	}
 	g.stack.Retry = g.retry
 	return g, nil
@@ -125,15 +122,6 @@ func (g *Guard) Breaker() *breaker.Breaker { return g.breaker }
 
 // Pause returns the pause, or nil when it is off.
 func (g *Guard) Pause() *pause.Pause { return g.pause }
-
-// BackPressure returns the classifier of back-pressure errors to give a
-// pool (pool.Config.BackPressure), or nil when Config.BackPressureDisabled.
-func (g *Guard) BackPressure() func(err error) (time.Duration, bool) {
-	if g.c.BackPressureDisabled {
-		return nil
-	}
-	return BackPressure
-}
 
 // Check admits a take from the pool: nil, or, while the circuit is open
 // (or half-open with its probe under way), the breaker's rejection, a
@@ -173,7 +161,7 @@ func (g *Guard) Admit() (done func(), err error) {
 	if !g.halfOpenTake.CompareAndSwap(false, true) {
 		g.rejected.Add(1)
 		now := g.c.Clock.Now()
-		return admitted, resil.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay))
+		return admitted, resil.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay.Initial))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { g.halfOpenTake.Store(false) }) }, nil
@@ -193,7 +181,7 @@ func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 	p, err := g.breaker.Enter(ctx)
 	if err != nil {
 		g.rejected.Add(1)
-	} else if g.c.Breaker.SlowCall == 0 {
+	} else if g.c.Breaker.SlowCallDuration == 0 {
 		p.Since = g.started()
 	}
 	return p, err
@@ -235,7 +223,7 @@ func (g *Guard) Exit(ctx context.Context, p resilience.Permit, err error) {
 	if err != nil {
 		err = g.statementOutcome(ctx, p, err)
 	}
-	if err == nil && g.c.Breaker.SlowCall == 0 {
+	if err == nil && g.c.Breaker.SlowCallDuration == 0 {
 		g.answered(p)
 	}
 	g.breaker.Exit(p, err)
@@ -279,7 +267,7 @@ func (f failed) Unwrap() error { return f.error }
 // statementOutcome maps the error of the statement p admitted to what the
 // breaker records. A statement ended by its deadline, or another timeout,
 // is a failure only when it ran at least twice as long as the statements
-// the server answered (their moving average; with Config.Breaker.SlowCall
+// the server answered (their moving average; with Config.Breaker.SlowCallDuration
 // off, when Enter noted its start): one whose caller's deadline came
 // sooner (it waited for its connection, or the server is slow but
 // answering) says nothing against the server, and is not recorded. On a
@@ -305,34 +293,8 @@ func (g *Guard) statementOutcome(ctx context.Context, p resilience.Permit, err e
 // than longRun typical runs; false when either is unknown.
 func (g *Guard) shortRun(p resilience.Permit) bool {
 	typical, since := g.typical.Load(), start(p)
-	if g.c.Breaker.SlowCall != 0 || since == 0 || typical == 0 {
+	if g.c.Breaker.SlowCallDuration != 0 || since == 0 || typical == 0 {
 		return false
 	}
 	return g.nanos()-since < longRun*typical
-}
-
-// isFailure is the breaker's IsFailure: a statement judged by Exit, or a
-// connection attempt's error.
-func (g *Guard) isFailure(err error) bool {
-	if _, ok := err.(failed); ok {
-		return true
-	}
-	return Classify(err).IsFailure()
-}
-
-// isIgnored is the breaker's IsIgnored: the caller's cancellation.
-func isIgnored(err error) bool { return errors.Is(err, context.Canceled) }
-
-// retryable is the retry's RetryOn: a connection attempt is made again when
-// nothing reached the server, unless it was back-pressure (the pause and
-// the pool handle it), a rejection, or the circuit is no longer closed.
-func (g *Guard) retryable(err error) bool {
-	if errors.Is(err, resilience.ErrRejected) {
-		return false
-	}
-	v := Classify(err)
-	if !v.IsConnectRetryable() || v.Class == ClassBackPressure {
-		return false
-	}
-	return g.breaker == nil || g.breaker.State() == breaker.Closed
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // TestPoolFailsFastWhileOpen checks a pool on a guarded factory whose
@@ -25,8 +27,8 @@ import (
 // the test's bound instead of failing fast.
 func TestPoolFailsFastWhileOpen(t *testing.T) {
 	clk := clocktest.New(time.Time{})
-	g, err := dbguard.New(dbguard.Config{Clock: clk, Retry: dbguard.RetryConfig{Attempts: 1},
-		Breaker: dbguard.BreakerConfig{WindowSize: 2, MinimumCalls: 2, OpenDelay: time.Hour}})
+	g, err := dbguard.New(dbguard.Config{Clock: clk, Retry: retry.Config[struct{}]{MaxAttempts: 1},
+		Breaker: breaker.Config{WindowSize: 2, MinimumCalls: 2, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: time.Hour}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 		attempts.Add(1)
 		return 0, errRefused
 	}}
-	p, err := pool.New(dbguard.Factory[int](g, f), pool.Config{MaxObjects: 4, BackPressure: g.BackPressure(),
+	p, err := pool.New(dbguard.Factory[int](g, f), pool.Config{MaxObjects: 4, BackPressure: dbguard.BackPressure,
 		Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestStatementOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+			f := newFixture(t, dbguard.Config{Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4}})
 			for range 4 {
 				if rej := f.statement(tt.ctx, tt.err); rej != nil {
 					t.Fatal(rej)
@@ -70,7 +70,7 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 	f.statements(10, nil)
 	f.statements(10, errLost)
 	ctx := context.Background()
-	halfOpen := f.clk.Now().Add(dbguard.DefaultOpenDelay)
+	halfOpen := f.clk.Now().Add(dbguard.BreakerPreset().OpenDelay.Initial)
 	for _, err := range []error{f.g.Check(), f.statement(ctx, nil)} {
 		var rej *resilience.RejectedError
 		if !isRejection(err, breaker.ErrOpen) || !errors.As(err, &rej) || !rej.RetryAt.Equal(halfOpen) {
@@ -101,7 +101,7 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 // TestBreakerOff checks that a Guard without a breaker admits everything
 // and records nothing.
 func TestBreakerOff(t *testing.T) {
-	f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{Disabled: true}})
+	f := newFixture(t, dbguard.Config{BreakerDisabled: true})
 	f.statements(100, errLost)
 	if err := f.g.Check(); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestHalfOpenAdmitsOneTake(t *testing.T) {
 	}
 	f.statements(10, nil)
 	f.statements(10, errLost)
-	f.clk.Advance(dbguard.DefaultOpenDelay)
+	f.clk.Advance(dbguard.BreakerPreset().OpenDelay.Initial)
 
 	done, err := f.g.Admit()
 	if err != nil {
@@ -162,7 +162,7 @@ func TestDeadlineCountsWhenTheStatementRanLong(t *testing.T) {
 	ctx := context.Background()
 	for _, frozen := range []bool{true, false} {
 		t.Run(map[bool]string{true: "frozen", false: "slow"}[frozen], func(t *testing.T) {
-			f := newFixture(t, dbguard.Config{Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4}})
+			f := newFixture(t, dbguard.Config{Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4}})
 			p, err := f.g.Enter(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -11,7 +11,7 @@
 // dbguard and give the pool the Guard's back-pressure classifier:
 //
 //	g, err := dbguard.New(dbguard.Config{})
-//	p, err := pool.New(dbguard.Factory[*pgx.Conn](g, f), pool.Config{MaxObjects: 10, BackPressure: g.BackPressure()})
+//	p, err := pool.New(dbguard.Factory[*pgx.Conn](g, f), pool.Config{MaxObjects: 10, BackPressure: dbguard.BackPressure})
 //
 // A take then fails at once, with an error matching breaker.ErrOpen, while
 // the circuit is open; g.Check before a take does the same when the pool

@@ -18,6 +18,8 @@ import (
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
+	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 )
 
 //go:noinline
@@ -114,14 +116,14 @@ func TestNativePgxThroughTheGuard(t *testing.T) {
 		}
 		return dial(ctx, network, addr)
 	}
-	g, err := dbguard.New(dbguard.Config{Retry: dbguard.RetryConfig{Delay: time.Millisecond},
-		Breaker: dbguard.BreakerConfig{WindowSize: 4, MinimumCalls: 4, OpenDelay: 200 * time.Millisecond}})
+	g, err := dbguard.New(dbguard.Config{Retry: retry.Config[struct{}]{Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Millisecond}},
+		Breaker: breaker.Config{WindowSize: 4, MinimumCalls: 4, OpenDelay: delay.Strategy{Kind: delay.Constant, Initial: 200 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
 	p, err := pool.New(dbguard.Factory[*pgx.Conn](g, f),
-		pool.Config{MaxObjects: 4, BackPressure: g.BackPressure(), Logger: slog.New(slog.DiscardHandler)})
+		pool.Config{MaxObjects: 4, BackPressure: dbguard.BackPressure, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
