@@ -35,16 +35,16 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 //	respool_name                    Pool.Name                  no control characters
 //	respool_max_conns               Pool.MaxObjects            integer ≥ 1
 //	respool_min_idle                Pool.MinIdle               integer ≥ 0, ≤ max_conns
-//	respool_max_idle_time           Pool.MaxIdle               duration > 0, or none (-1)
-//	respool_max_lifetime            Pool.MaxLifetime           duration ≥ 0
-//	respool_max_lifetime_jitter     Pool.MaxLifetimeJitter     duration ≥ 0
+//	respool_max_idle_time           Pool.MaxIdle               duration > 0, or off (-1)
+//	respool_max_lifetime            Pool.MaxLifetime           duration > 0, or off (0)
+//	respool_max_lifetime_jitter     Pool.MaxLifetimeJitter     duration > 0, or off (0)
 //	respool_max_queue               Pool.MaxQueueSize          integer ≥ 1
-//	respool_acquire_timeout         Pool.AcquireTimeout        duration ≥ 0
+//	respool_acquire_timeout         Pool.AcquireTimeout        duration > 0, or off (0)
 //	respool_max_concurrent_creates  Pool.MaxConcurrentCreates  integer ≥ 1
 //	respool_create_timeout          Pool.CreateTimeout         duration > 0
 //	respool_test_timeout            Pool.TestTimeout           duration > 0
 //	respool_validation_interval     Pool.ValidationInterval    duration > 0
-//	respool_close_timeout           CloseTimeout               duration ≥ 0
+//	respool_close_timeout           CloseTimeout               duration > 0, or off (0)
 //	respool_cancel_wait             CancelWait                 duration > 0, or off (-1)
 //	respool_session_end_wait        SessionEndWait             duration > 0, or off (-1)
 //	respool_test_query              TestQuery                  string
@@ -63,7 +63,7 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 //	respool_breaker_open_delay      Resilience.Breaker.OpenDelay.Initial     duration > 0
 //	respool_breaker_max_open_delay  Resilience.Breaker.OpenDelay.Max         duration > 0
 //	respool_breaker_slow_call       Resilience.Breaker.SlowCallDuration      duration > 0, or off (0)
-//	respool_retry_connect           Resilience.Retry.MaxAttempts             integer ≥ 1
+//	respool_retry_connect           Resilience.Retry.MaxAttempts             integer ≥ 1, or off (1)
 //	respool_connect_rate            Resilience.ConnectRate                   integer ≥ 1, or off (0)
 //	respool_pause                   !Resilience.PauseDisabled                true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause                duration > 0
@@ -74,7 +74,10 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 // to at least Initial: respool_breaker_open_delay=1s alone is a constant 1s,
 // respool_breaker_max_open_delay=30s alone doubles from 220ms up to 30s.
 //
-// Durations are read by time.ParseDuration ("30s", "5m").
+// Durations are read by time.ParseDuration ("30s", "5m"). A setting that
+// can be turned off is turned off by "off" (any case); the older spellings
+// "none" and 0 (any zero duration) do the same, but for
+// respool_retry_connect, whose off is one attempt.
 //
 // ParseDSN reads three forms, told apart by their first bytes; the form also
 // chooses the underlying driver unless respool_driver names another:
@@ -250,6 +253,22 @@ const (
 	dsnDelay   // a part of the breaker's delay.Strategy: Initial, or Max with delayMax
 )
 
+// dsnOff is how a key that can be turned off stores "off".
+type dsnOff uint8
+
+const (
+	dsnOffNo   dsnOff = iota // the key cannot be turned off
+	dsnOffZero               // stored as 0, the field's zero value, which is off
+	dsnOffNeg                // stored as -1: the field's zero is a default, not off
+	dsnOffOne                // stored as 1 (respool_retry_connect: one attempt, no retry)
+)
+
+// isOff reports whether v turns k's setting off: "off" or "none" in any
+// case, or "0".
+func (k *dsnKey) isOff(v string) bool {
+	return k.off != dsnOffNo && (strings.EqualFold(v, "off") || strings.EqualFold(v, "none") || v == "0" && k.off != dsnOffOne)
+}
+
 // dsnKey describes one respool key: how its value is read and written and
 // which Config field holds it.
 type dsnKey struct {
@@ -258,12 +277,12 @@ type dsnKey struct {
 	accepted string // for errors: what the key accepts
 	min      int    // dsnInt: the smallest value accepted
 	positive bool   // dsnDuration: zero is not accepted
-	// off, for a dsnDuration, is a word (any case) accepted and stored as
-	// -1: "none" for no limit, "off" for no report; with offZero, and for a
-	// dsnInt, it is stored as 0, the default, which is off.
-	off     string
-	offZero bool
-	invert  bool // dsnBool: the field holds the negation of the value
+	// off says that the key's setting can be turned off, and how that is
+	// stored: "off" (any case) turns it off, and so do the older spellings
+	// "none" and 0 (for a duration, any zero such as 0s; not for
+	// dsnOffOne, whose 0 would be no attempt at all).
+	off    dsnOff
+	invert bool // dsnBool: the field holds the negation of the value
 	// delayMax, for a dsnDelay, makes the key set the Strategy's Max
 	// rather than its Initial.
 	delayMax bool
@@ -293,19 +312,19 @@ var dsnKeys = []dsnKey{
 		field: func(c *Config) any { return &c.Pool.MaxObjects }},
 	{name: dsnKeyMinIdle, kind: dsnInt, min: 0, accepted: "an integer ≥ 0",
 		field: func(c *Config) any { return &c.Pool.MinIdle }},
-	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, off: "none",
-		accepted: `a duration > 0 such as 5m, or "none" for no limit`,
+	{name: "respool_max_idle_time", kind: dsnDuration, positive: true, off: dsnOffNeg,
+		accepted: `a duration > 0 such as 5m, or "off" for no limit`,
 		field:    func(c *Config) any { return &c.Pool.MaxIdle }},
-	{name: "respool_max_lifetime", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 1h (0 means no limit)",
+	{name: "respool_max_lifetime", kind: dsnDuration, off: dsnOffZero,
+		accepted: `a duration > 0 such as 1h, or "off" (0) for no limit`,
 		field:    func(c *Config) any { return &c.Pool.MaxLifetime }},
-	{name: "respool_max_lifetime_jitter", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 5m",
+	{name: "respool_max_lifetime_jitter", kind: dsnDuration, off: dsnOffZero,
+		accepted: `a duration > 0 such as 5m, or "off" (0)`,
 		field:    func(c *Config) any { return &c.Pool.MaxLifetimeJitter }},
 	{name: "respool_max_queue", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Pool.MaxQueueSize }},
-	{name: "respool_acquire_timeout", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 2s (0: no bound but the caller's context)",
+	{name: "respool_acquire_timeout", kind: dsnDuration, off: dsnOffZero,
+		accepted: `a duration > 0 such as 2s, or "off" (0): no bound but the caller's context`,
 		field:    func(c *Config) any { return &c.Pool.AcquireTimeout }},
 	{name: "respool_max_concurrent_creates", kind: dsnInt, min: 1, accepted: "an integer ≥ 1",
 		field: func(c *Config) any { return &c.Pool.MaxConcurrentCreates }},
@@ -318,13 +337,13 @@ var dsnKeys = []dsnKey{
 	{name: "respool_validation_interval", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Pool.ValidationInterval }},
-	{name: "respool_close_timeout", kind: dsnDuration,
-		accepted: "a duration ≥ 0 such as 30s (0: Close does not wait)",
+	{name: "respool_close_timeout", kind: dsnDuration, off: dsnOffZero,
+		accepted: `a duration > 0 such as 30s, or "off" (0): Close does not wait`,
 		field:    func(c *Config) any { return &c.CloseTimeout }},
-	{name: "respool_cancel_wait", kind: dsnDuration, positive: true, off: "off",
+	{name: "respool_cancel_wait", kind: dsnDuration, positive: true, off: dsnOffNeg,
 		accepted: `a duration > 0 such as 500ms, or "off" (pgx closes the connection at once)`,
 		field:    func(c *Config) any { return &c.CancelWait }},
-	{name: "respool_session_end_wait", kind: dsnDuration, positive: true, off: "off",
+	{name: "respool_session_end_wait", kind: dsnDuration, positive: true, off: dsnOffNeg,
 		accepted: `a duration > 0 such as 5s, or "off" (the slot is freed when the driver's Close returns)`,
 		field:    func(c *Config) any { return &c.SessionEndWait }},
 	{name: "respool_test_query", kind: dsnString, accepted: "a string",
@@ -338,10 +357,10 @@ var dsnKeys = []dsnKey{
 	{name: "respool_leak_stack", kind: dsnBool,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.Leak.CaptureStack }},
-	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: "off",
+	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: dsnOffNeg,
 		accepted: `a duration > 0 such as 1m, or "off" for no hold-time report`,
 		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
-	{name: dsnKeyCreateBackoff, kind: dsnBackoff,
+	{name: dsnKeyCreateBackoff, kind: dsnBackoff, off: dsnOffZero,
 		accepted: `a duration > 0 such as 50ms, or "off" for no backoff`,
 		field:    func(c *Config) any { return &c.Pool.CreateBackoff }},
 	{name: dsnKeyCreateBackoffMax, kind: dsnDuration, positive: true,
@@ -367,12 +386,13 @@ var dsnKeys = []dsnKey{
 	{name: "respool_breaker_max_open_delay", kind: dsnDelay, delayMax: true,
 		accepted: "a duration > 0 such as 5s",
 		field:    func(c *Config) any { return &c.Resilience.Breaker.OpenDelay }},
-	{name: "respool_breaker_slow_call", kind: dsnDuration, positive: true, off: "off", offZero: true,
+	{name: "respool_breaker_slow_call", kind: dsnDuration, positive: true, off: dsnOffZero,
 		accepted: `a duration > 0 such as 5s, or "off"`,
 		field:    func(c *Config) any { return &c.Resilience.Breaker.SlowCallDuration }},
-	{name: "respool_retry_connect", kind: dsnInt, min: 1, accepted: "an integer ≥ 1 (1: no retry)",
-		field: func(c *Config) any { return &c.Resilience.Retry.MaxAttempts }},
-	{name: "respool_connect_rate", kind: dsnInt, min: 1, off: "off",
+	{name: "respool_retry_connect", kind: dsnInt, min: 1, off: dsnOffOne,
+		accepted: `an integer ≥ 1 (1: no retry), or "off" (1)`,
+		field:    func(c *Config) any { return &c.Resilience.Retry.MaxAttempts }},
+	{name: "respool_connect_rate", kind: dsnInt, min: 1, off: dsnOffZero,
 		accepted: `an integer ≥ 1 (attempts a second), or "off"`,
 		field:    func(c *Config) any { return &c.Resilience.ConnectRate }},
 	{name: "respool_pause", kind: dsnBool, invert: true,
@@ -412,8 +432,11 @@ func dsnLookupKey(name string) *dsnKey {
 func (k *dsnKey) parse(c *Config, v string) bool {
 	switch p := k.field(c).(type) {
 	case *int:
-		if k.off != "" && strings.EqualFold(v, k.off) {
+		if k.isOff(v) {
 			*p = 0
+			if k.off == dsnOffOne {
+				*p = 1
+			}
 			return true
 		}
 		n, err := strconv.Atoi(v)
@@ -450,24 +473,24 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		}
 		p.Max = max(p.Max, p.Initial)
 	case *pool.BackoffConfig:
-		if strings.EqualFold(v, "off") {
+		d, err := time.ParseDuration(v)
+		if k.isOff(v) || err == nil && d == 0 {
 			p.Disabled = true
 			return true
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
+		if err != nil || d < 0 {
 			return false
 		}
 		p.Initial = d
 	case *time.Duration:
-		if k.off != "" && strings.EqualFold(v, k.off) {
-			*p = -1
-			if k.offZero {
-				*p = 0
+		d, err := time.ParseDuration(v)
+		if k.isOff(v) || err == nil && d == 0 && k.off != dsnOffNo {
+			*p = 0
+			if k.off == dsnOffNeg {
+				*p = -1
 			}
 			return true
 		}
-		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d == 0 && k.positive {
 			return false
 		}
@@ -542,8 +565,8 @@ func (k *dsnKey) format(c *Config) string {
 		}
 	case *time.Duration:
 		switch {
-		case *p < 0 && k.off != "":
-			return k.off
+		case *p < 0 && k.off == dsnOffNeg:
+			return "off"
 		case *p != 0:
 			return p.String()
 		}
@@ -563,8 +586,8 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 	case *int:
 		return slog.IntValue(*p), *p != 0
 	case *time.Duration:
-		if *p < 0 && k.off != "" {
-			return slog.StringValue(k.off), true
+		if *p < 0 && k.off == dsnOffNeg {
+			return slog.StringValue("off"), true
 		}
 		return slog.DurationValue(*p), *p != 0
 	case *bool:
