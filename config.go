@@ -174,7 +174,7 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 		return nil, fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
 	case c.Connector != nil && (c.DriverName != "" || c.DSN != ""):
 		return nil, fmt.Errorf("%w: Connector is set, so DriverName and DSN must be empty", ErrInvalidConfig)
-	case c.DriverName == dsnSelfDriver:
+	case c.DriverName == driverName:
 		return nil, fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
 	}
 	if text == nil || text.Rest != c.DSN || dsnform.Of(c.DSN) != text.Form {

@@ -758,33 +758,12 @@ func TestOpenDBAppliesTheDSNsPoolKeys(t *testing.T) {
 	m.metOnceClosed(t) // db.Close closes idle connections in the background
 }
 
-func TestSQLOpen(t *testing.T) {
-	m := newMock(t)
-	m.expectInt("SELECT 1", 1)
-	m.mock.ExpectClose() // by db.Close: the pool closes its connection
-	db, err := sql.Open(DriverName, m.dsn+"?respool_driver=sqlmock&respool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, ok := db.Driver().(Driver); !ok {
-		t.Errorf("db.Driver() is %T; want respool's Driver", db.Driver())
-	}
-	if _, err := queryInt(context.Background(), db, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m.metOnceClosed(t) // db.Close closes idle connections in the background
-}
-
 func TestDriverOpenIsUnpooled(t *testing.T) {
 	m := newMock(t)
 	m.mock.ExpectExec("UPDATE t SET n = 1").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.mock.ExpectClose()
 
-	raw, err := Driver{}.Open(m.dsn + "?respool_driver=sqlmock&respool_max_conns=2")
+	raw, err := sqlDriver{}.Open(m.dsn + "?respool_driver=sqlmock&respool_max_conns=2")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -822,14 +801,14 @@ func TestBadDSNIsRefused(t *testing.T) {
 			t.Errorf("%s: %#v; want a *DSNError for respool_max_conns=zero", what, err)
 		}
 	}
-	c, err := Driver{}.OpenConnector(bad)
+	c, err := sqlDriver{}.OpenConnector(bad)
 	if c != nil {
 		t.Errorf("OpenConnector returned a connector with its error")
 	}
 	check("OpenConnector", err)
-	_, err = Driver{}.Open(bad)
+	_, err = sqlDriver{}.Open(bad)
 	check("Open", err)
-	_, err = sql.Open(DriverName, bad)
+	_, err = sql.Open(driverName, bad)
 	check("sql.Open", err)
 	_, _, err = OpenDB(bad)
 	check("OpenDB", err)
@@ -839,7 +818,7 @@ func TestNewConnectorRefusesBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{DriverName: "sqlmock", Connector: &refusingConnector{}},
-		{DriverName: DriverName},
+		{DriverName: driverName},
 		{DriverName: "sqlmock", Pool: pool.Config{MaxObjects: -1}},
 		{DriverName: "sqlmock", InitSQL: []string{"SET a", " "}},
 		{DriverName: "sqlmock", CloseTimeout: -time.Second},
@@ -930,7 +909,7 @@ func TestOpenConnectorErrorHidesThePassword(t *testing.T) {
 				_ = c.Close()
 			}
 			check("NewConnector", err)
-			_, err = sql.Open(DriverName, cfg.FormatDSN())
+			_, err = sql.Open(driverName, cfg.FormatDSN())
 			check("sql.Open", err)
 		})
 	}

@@ -100,16 +100,13 @@
 //
 // # Finding the pools
 //
-// Every open Connector (from NewConnector, OpenDB or sql.Open) is listed by
-// Connectors until it is closed, and Lookup finds one by its pool's name:
-// respool_name in the DSN, Config.Pool.Name in code, or "respool(DRIVER)" by
-// default. A *sql.DB from sql.Open reaches its pool's Stats this way:
+// OpenDB returns the Connector with its *sql.DB; for a *sql.DB from
+// sql.Open, ConnectorOf returns it, for its Stats, ResilienceStats, Breaker
+// and Pause:
 //
-//	db, err := sql.Open("respool", "postgres://app@db/app?respool_name=orders")
-//	stats := respool.Lookup("orders").Stats()
-//
-// Names need not be unique; Lookup returns the oldest open Connector of a
-// name.
+//	db, err := sql.Open("respool", "postgres://app@db/app")
+//	c, err := respool.ConnectorOf(db)
+//	stats := c.Stats()
 //
 // # Several databases, one budget
 //

@@ -202,7 +202,7 @@ func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
 // be registered later, by the program's imports), any other name must be
 // registered.
 func dsnDriverKnown(name string) bool {
-	if name == dsnSelfDriver {
+	if name == driverName {
 		return false
 	}
 	return name == "pgx" || name == "mysql" || slices.Contains(sql.Drivers(), name)
@@ -216,17 +216,14 @@ func dsnKnownDrivers() []string {
 	names = slices.Compact(names)
 	out := names[:0]
 	for _, n := range names {
-		if n != dsnSelfDriver {
+		if n != driverName {
 			out = append(out, strconv.Quote(n))
 		}
 	}
 	return out
 }
 
-const (
-	dsnKeyPrefix  = "respool_"
-	dsnSelfDriver = "respool" // this package's driver: it cannot wrap itself
-)
+const dsnKeyPrefix = "respool_"
 
 // dsnKind is the type of a respool key's value.
 type dsnKind uint8
@@ -455,7 +452,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		*p = b != k.invert
 	case *string:
 		switch {
-		case k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver):
+		case k.name == dsnKeyDriver && (v == "" || v == driverName):
 			return false
 		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -156,7 +155,7 @@ func isPoolConfigError(err error, field string) bool {
 }
 
 // A member's Close closes it alone, and frees its key; the Group's Close
-// closes every member and takes them out of Connectors.
+// closes every member.
 func TestGroupClose(t *testing.T) {
 	m := newMock(t)
 	g, err := NewGroup(GroupConfig{MaxConns: 2, Name: "shop", Logger: quietLogger})
@@ -172,8 +171,8 @@ func TestGroupClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Lookup("shop[primary]") != rw || Lookup("shop[replica]") != ro {
-		t.Fatal("Lookup does not find the members by their default names")
+	if rw.Name() != "shop[primary]" || ro.Name() != "shop[replica]" {
+		t.Fatalf("members named %q and %q, want shop[primary] and shop[replica]", rw.Name(), ro.Name())
 	}
 	primary, replica := sql.OpenDB(rw), sql.OpenDB(ro)
 	defer primary.Close()
@@ -200,9 +199,9 @@ func TestGroupClose(t *testing.T) {
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { closed <- g.Close(ctx) }()
-	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return Lookup("shop[primary]") == nil })
-	if Lookup("shop[primary]") != nil || Lookup("shop[replica]") != nil {
-		t.Error("members still in Connectors after Group.Close")
+	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return rw.pool.Closed() && ro2.pool.Closed() })
+	if !rw.pool.Closed() || !ro2.pool.Closed() {
+		t.Error("members still open after Group.Close")
 	}
 	if _, err := ro2.Connect(context.Background()); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("Connect after Group.Close = %v, want pool.ErrClosed", err)
@@ -289,67 +288,6 @@ func TestGroupKeepsTheSlotOfAConnectionAttemptGivenUpOn(t *testing.T) {
 	}
 	if n := fcB.made(); n != 1 {
 		t.Fatalf("b made %d connections, want 1", n)
-	}
-}
-
-// Group.Close takes every member out of Connectors in one step: a reader
-// of the registry sees all of them or none, never some (TestGroupClose read
-// it between two members' retirements and failed under load).
-func TestGroupCloseLeavesConnectorsInOneStep(t *testing.T) {
-	m := newMock(t)
-	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: quietLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const members = 500
-	mine := make(map[*Connector]bool, members)
-	for i := range members {
-		c, err := g.Connector(fmt.Sprintf("m%d", i), Config{Connector: &faultConnector{m: m}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mine[c] = true
-	}
-	// Readers snapshot the registry while Close runs; partial keeps the
-	// count of a snapshot that held some of the members but not all.
-	var partial atomic.Int64
-	stop := make(chan struct{})
-	var started, wg sync.WaitGroup
-	for range 4 {
-		started.Add(1)
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				n := 0
-				for _, c := range Connectors() {
-					if mine[c] {
-						n++
-					}
-				}
-				if n != 0 && n != members {
-					partial.Store(int64(n))
-				}
-				if i == 0 {
-					started.Done()
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		})
-	}
-	started.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
-	err = g.Close(ctx)
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("Group.Close: %v", err)
-	}
-	if n := partial.Load(); n != 0 {
-		t.Fatalf("a reader of Connectors saw %d of the %d members while Group.Close ran; want all or none", n, members)
 	}
 }
 

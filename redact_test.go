@@ -366,7 +366,7 @@ func TestRealDriverErrorsHideThePassword(t *testing.T) {
 			if tt.driver == "mysql" && dsnform.Of(tt.dsn) != dsnform.MySQL {
 				t.Fatalf("%q is not of the mysql form", tt.dsn)
 			}
-			db, err := sql.Open(DriverName, withDriver)
+			db, err := sql.Open(driverName, withDriver)
 			if err != nil {
 				if hasMark(err.Error()) {
 					t.Errorf("sql.Open error shows the password: %v", err)

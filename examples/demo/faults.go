@@ -116,7 +116,7 @@ func (dm *demo) faults(ctx context.Context) error {
 	dsn := dm.target.chaosDSN(keys...)
 	dm.d.printf(`sql.Open("respool", %q)`, respool.RedactDSN(dsn))
 	opened := time.Now()
-	db, c, err := dm.open(ctx, faultPool, dsn)
+	db, c, err := dm.open(ctx, dsn)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	dm.d.heading("1. Workload: %d callers share %d connections for %v", o.Workers, o.MaxConns, o.WorkloadTime)
 	dsn := dm.target.respoolDSN(dm.poolKeys(mainPool)...)
 	dm.d.printf(`sql.Open("respool", %q)`, respool.RedactDSN(dsn))
-	db, c, err := dm.open(ctx, mainPool, dsn)
+	db, c, err := dm.open(ctx, dsn)
 	if err != nil {
 		return err
 	}
