@@ -95,8 +95,9 @@
 // # The real connection
 //
 // sql.Conn.Raw passes respool's connection to its function; RawConn returns
-// the real driver's (for pgx, a *stdlib.Conn whose Conn method gives the
-// *pgx.Conn, for CopyFrom or LISTEN/NOTIFY).
+// the real driver's as the type asked for: RawConn[*pgx.Conn](dc) for
+// CopyFrom or LISTEN/NOTIFY, RawConn[driver.Conn](dc) for
+// go-sql-driver/mysql's, whose type is unexported.
 //
 // # Finding the pools
 //

@@ -105,8 +105,8 @@ func ExampleConnectorOf() {
 }
 
 // sql.Conn.Raw passes respool's connection; RawConn returns the real
-// driver's, here pgx's, for its own API: CopyFrom, LISTEN/NOTIFY. The same
-// code works on a *sql.DB opened with sql.Open("pgx", …).
+// driver's, here pgx's *pgx.Conn, for its own API: CopyFrom, LISTEN/NOTIFY.
+// The same code works on a *sql.DB opened with sql.Open("pgx", …).
 func ExampleRawConn() {
 	db, err := sql.Open("respool", "postgres://app:s3cret@db.example.com/app")
 	if err != nil {
@@ -121,7 +121,10 @@ func ExampleRawConn() {
 	defer conn.Close()
 
 	err = conn.Raw(func(dc any) error {
-		pgxConn := respool.RawConn(dc).(*stdlib.Conn).Conn()
+		pgxConn, err := respool.RawConn[*pgx.Conn](dc)
+		if err != nil {
+			return err
+		}
 		n, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "name"},
 			pgx.CopyFromRows([][]any{{1, "signup"}, {2, "login"}}))
 		fmt.Println(n, "rows copied")
