@@ -213,18 +213,16 @@ func (c *Connector) Name() string { return c.pool.Config().Name }
 // read them unsynchronized) and include the connector that holds the DSN.
 func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.Name()) }
 
-// Stats returns the pool's statistics, the truth about physical
-// connections (unlike sql.DB.Stats, which sees connections only while they
-// are in use), and those of the resilience around it (see Stats).
-func (c *Connector) Stats() Stats { return Stats{Stats: c.pool.Stats(), Resilience: c.guard.Stats()} }
+// Stats returns the pool's statistics: the truth about physical
+// connections (the connections, the effective size, the creations and
+// their failures, the waits), unlike sql.DB.Stats, which sees connections
+// only while they are in use.
+func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
-// Guard returns the connector's resilience: its breaker and pause, for
-// their state (Stats has a snapshot) or to force them.
-func (c *Connector) Guard() *dbguard.Guard { return c.guard }
-
-// Pool returns the connector's pool, for its Config. Its objects are
-// respool's; RawConn returns the real driver's connection one holds.
-func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
+// ResilienceStats returns the statistics of the resilience around the pool:
+// the breaker's state (Breaker.State) and counters, the pause, the retries
+// and the connection attempts.
+func (c *Connector) ResilienceStats() dbguard.Stats { return c.guard.Stats() }
 
 // Close closes the pool; sql.DB.Close calls it. It returns at once, as database/sql does with the plain drivers:
 // new takes fail with pool.ErrClosed, idle connections are closed, and

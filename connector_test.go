@@ -420,7 +420,7 @@ func waitStats(t *testing.T, c *Connector, ok func(s pool.Stats) bool) pool.Stat
 	t.Helper()
 	deadline := time.Now().Add(settleTimeout)
 	for {
-		s := c.Stats().Stats
+		s := c.Stats()
 		if ok(s) {
 			return s
 		}
@@ -591,7 +591,7 @@ func TestAcquireTimeout(t *testing.T) {
 			}
 			var held []pool.Handle[sqldriver.Conn] // every connection, outside database/sql
 			for range conns {
-				h, err := c.Pool().Take(ctx)
+				h, err := c.pool.Take(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -613,7 +613,7 @@ func TestAcquireTimeout(t *testing.T) {
 				Pool: pool.Config{MaxObjects: 1, AcquireTimeout: time.Hour}})
 			db2 := sql.OpenDB(c2)
 			defer db2.Close()
-			h2, err := c2.Pool().Take(ctx)
+			h2, err := c2.pool.Take(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -628,10 +628,10 @@ func TestAcquireTimeout(t *testing.T) {
 			if err := <-res; !errors.Is(err, context.Canceled) || errors.Is(err, pool.ErrAcquireTimeout) {
 				t.Errorf("query whose context ended while it waited: %v; want the context's error", err)
 			}
-			_ = c2.Pool().GiveBack(h2)
+			_ = c2.pool.GiveBack(h2)
 
 			for _, h := range held {
-				if err := c.Pool().GiveBack(h); err != nil {
+				if err := c.pool.GiveBack(h); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -692,7 +692,7 @@ func TestDBCloseReturnsAtOnce(t *testing.T) {
 	if err := db.Close(); err != nil { // with a connection in use
 		t.Fatalf("db.Close: %v", err)
 	}
-	if _, err := c.Pool().TryTake(); !errors.Is(err, pool.ErrClosed) {
+	if _, err := c.pool.TryTake(); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("TryTake after db.Close = %v; want pool.ErrClosed", err)
 	}
 	waitStats(t, c, func(s pool.Stats) bool { return s.Total == 1 })
@@ -742,7 +742,7 @@ func TestOpenDBAppliesTheDSNsPoolKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cfg := c.Pool().Config()
+	cfg := c.pool.Config()
 	if cfg.MaxObjects != 3 || cfg.MaxQueueSize != 7 {
 		t.Errorf("pool MaxObjects %d, MaxQueueSize %d; want 3, 7", cfg.MaxObjects, cfg.MaxQueueSize)
 	}

@@ -115,10 +115,6 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 // the connections of the budget in use, and each member's under its key.
 func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 
-// Keyed returns the Group's pool.Keyed, for its Config and each member's
-// *pool.Pool.
-func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
-
 // Format prints g, for every verb of package fmt, as its type and its
 // name in quotes: not its fields, which change while it is in use.
 func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }

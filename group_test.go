@@ -305,7 +305,7 @@ func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Group.Connector: %v", err)
 	}
-	c.Guard().Pause().Hold(time.Minute, errors.New("slow down"))
+	c.guard.Pause().Hold(time.Minute, errors.New("slow down"))
 	if n := clk.Pending(); n != 1 {
 		t.Fatalf("%d timers pending while paused; want 1", n)
 	}

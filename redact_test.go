@@ -247,7 +247,7 @@ func createFailedLine(t *testing.T, cfg Config) (string, pool.Stats) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	return line, c.Stats().Stats
+	return line, c.Stats()
 }
 
 // configOutputs returns every way a program might print or log cfg.
@@ -412,11 +412,11 @@ func TestPrintedPoolHidesThePassword(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Pool().Close(context.Background()); err != nil {
+		if err := c.pool.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for _, verb := range []string{"%v", "%+v", "%#v"} {
-			if s := fmt.Sprintf(verb, c.Pool()); hasMark(s) {
+			if s := fmt.Sprintf(verb, c.pool); hasMark(s) {
 				t.Errorf("%s of the pool of %q shows the password: %s", verb, dsn, s)
 			}
 			if s := fmt.Sprintf(verb, c); hasMark(s) {

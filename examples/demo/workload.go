@@ -37,7 +37,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	var firstErr firstError
 	stop := make(chan struct{})
 	watched := dm.watch(stop, func() string {
-		return fmt.Sprintf("requests %d | %s", requests.Load(), statusLine(c.Pool().Stats()))
+		return fmt.Sprintf("requests %d | %s", requests.Load(), statusLine(c.Stats()))
 	})
 	loop(ctx, o.Workers, o.WorkloadTime, func(w, i int) {
 		rctx, cancel := context.WithTimeout(ctx, o.RequestTime)
@@ -52,7 +52,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	close(stop)
 	<-watched
 
-	s := c.Pool().Stats()
+	s := c.Stats()
 	note := ""
 	if err := firstErr.get(); err != nil {
 		note = fmt.Sprintf(" (first: %v)", err)
