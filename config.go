@@ -36,9 +36,11 @@ type Config struct {
 	Connector driver.Connector
 	// Pool configures the pool (and its leak tracking), as pool.Config
 	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
-	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
-	// reported, and a negative threshold means no hold-time report
-	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
+	// 5m, so that a leaked *sql.Tx or *sql.Conn is reported (longer than a
+	// request or a query holds a connection; a job that holds one on
+	// purpose for longer, a long transaction or a LISTEN loop on a
+	// *sql.Conn, raises it), and a negative threshold means no hold-time
+	// report (respool_leak_threshold=off), and Pool.BackPressure: nil means the
 	// Resilience classifier's (dbclass.BackPressure), unless
 	// Resilience.BackPressureDisabled (respool_back_pressure=off).
 	Pool pool.Config
@@ -114,7 +116,7 @@ type Config struct {
 	// connection that replaces it: keep a MySQL server's max_connections a
 	// little above the sum of the pools' maximums.
 
-	// CancelWait (respool_cancel_wait, default DefaultCancelWait): when the
+	// CancelWait (respool_cancel_wait, default 500ms): when the
 	// context of a pgx statement ends, respool asks PostgreSQL to cancel
 	// the statement (a cancel request, pgconn's
 	// CancelRequestContextWatcherHandler) and keeps the connection, which
@@ -127,8 +129,8 @@ type Config struct {
 	// context.DeadlineExceeded)) and the server's 57014 query_canceled.
 	// Off: pgx's default, the connection is closed at once.
 	CancelWait time.Duration
-	// SessionEndWait (respool_session_end_wait, default
-	// DefaultSessionEndWait): a connection closed by the pool keeps its slot
+	// SessionEndWait (respool_session_end_wait, default 5s): a connection
+	// closed by the pool keeps its slot
 	// until the server has ended its session (it closes its end of the
 	// socket; MySQL's teardown after that: see above), for at most
 	// SessionEndWait. go-sql-driver/mysql closes a
@@ -223,7 +225,7 @@ func (c *Config) poolConfig() pool.Config {
 	}
 	switch {
 	case pc.Leak.HoldThreshold == 0:
-		pc.Leak.HoldThreshold = DefaultHoldThreshold
+		pc.Leak.HoldThreshold = defaultHoldThreshold
 	case pc.Leak.HoldThreshold < 0:
 		pc.Leak.HoldThreshold = 0 // the pool's "no report"
 	}

@@ -33,17 +33,15 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// DefaultHoldThreshold is the database/sql path's default of
-// Pool.Leak.HoldThreshold: a connection held longer is reported once as
-// HELD-TOO-LONG (with the stack of the code that took it when
-// Pool.Leak.CaptureStack is set). It is longer than a request or a query is
-// expected to hold a connection; a job that holds one on purpose for longer
-// (a long transaction, a LISTEN loop on a *sql.Conn) raises it.
-const DefaultHoldThreshold = 5 * time.Minute
+// defaultHoldThreshold is the database/sql path's default of
+// Pool.Leak.HoldThreshold (see Config.Pool): a connection held longer is
+// reported once as HELD-TOO-LONG (with the stack of the code that took it
+// when Pool.Leak.CaptureStack is set).
+const defaultHoldThreshold = 5 * time.Minute
 
 // NewConnector validates cfg and starts its pool.
 //
-// A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
+// A zero Pool.Leak.HoldThreshold means 5m (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
 // made through database/sql is reported out of the box: a *sql.Rows dropped
 // without Close by the garbage collector, a *sql.Tx or *sql.Conn never

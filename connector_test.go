@@ -793,8 +793,8 @@ func TestBadDSNIsRefused(t *testing.T) {
 	const bad = "postgres://app@db.example.com/app?respool_max_conns=zero"
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrInvalidDSN) {
-			t.Errorf("%s: %v; want an error matching ErrInvalidDSN", what, err)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v; want an error matching ErrInvalidConfig", what, err)
 		}
 		var de *DSNError
 		if !errors.As(err, &de) || de.Key != "respool_max_conns" || de.Value != "zero" {

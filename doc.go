@@ -88,7 +88,7 @@
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
 //     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
-//     (DefaultHoldThreshold, 5m, on this path; respool_leak_threshold=off,
+//     (5m by default on this path; respool_leak_threshold=off,
 //     a negative threshold in code, turns the report off), and keeps its
 //     connection.
 //

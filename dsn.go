@@ -97,7 +97,7 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 // called, but not "respool". A driver whose DSN fits none of the forms is
 // configured in code with Config.
 //
-// Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
+// Every error matches errors.Is(err, ErrInvalidConfig); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
 // the closest key for an unknown one. A key given twice is an error, but
 // respool_init_sql, which is given once per statement. A password that the
@@ -119,7 +119,7 @@ func ParseDSN(dsn string) (*Config, error) {
 func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 	text, err := dsnform.Read(dsn, dsnKeyPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, &dsnStructureError{err}
 	}
 	c := &Config{DriverName: text.Form.Driver(), DSN: text.Rest}
 	given := make(map[string]*dsnform.Param, len(text.Params)) // by canonical key
@@ -165,7 +165,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		return nil, nil, err
 	}
 	if text, err = c.validate(text); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, err
 	}
 	return c, text, nil
 }

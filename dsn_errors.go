@@ -9,20 +9,28 @@ import (
 	"github.com/respool/respool/internal/dsnform"
 )
 
-var (
-	// ErrInvalidDSN is matched (errors.Is) by every error ParseDSN returns:
-	// each *DSNError, and the errors for a DSN whose structure cannot be read
-	// (an unterminated quote, an unterminated "[" in a URL host).
-	ErrInvalidDSN = errors.New("respool: invalid DSN")
-	// ErrInvalidConfig is matched (errors.Is) by every error Config.Validate
-	// returns. When the pool configuration is at fault, errors.As also finds
-	// the *pool.ConfigError that names the field.
-	ErrInvalidConfig = errors.New("respool: invalid Config")
-)
+// ErrInvalidConfig is matched (errors.Is) by every error of a configuration
+// respool cannot use: a DSN ParseDSN (and so sql.Open and OpenDB) refuses,
+// each *DSNError and the errors for a DSN whose structure cannot be read (an
+// unterminated quote, an unterminated "[" in a URL host), and a Config
+// Config.Validate (and so NewConnector) refuses. When the pool
+// configuration is at fault, errors.As also finds the *pool.ConfigError
+// that names the field.
+var ErrInvalidConfig = errors.New("respool: invalid Config")
+
+// dsnStructureError is the error of a DSN whose structure cannot be read.
+type dsnStructureError struct{ err error }
+
+func (e *dsnStructureError) Error() string { return "respool: invalid DSN: " + e.err.Error() }
+func (e *dsnStructureError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *dsnStructureError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // DSNError reports a respool key of a DSN that is not accepted: an unknown
 // respool_ key, a value that does not parse or is out of range, or a key given
-// twice. errors.Is(err, ErrInvalidDSN) is true for it.
+// twice. errors.Is(err, ErrInvalidConfig) is true for it: a DSN is
+// configuration.
 //
 // It never holds the DSN or its password: only the respool key and its value,
 // which are never secrets.
@@ -74,8 +82,8 @@ func (e *DSNError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrInvalidDSN) true.
-func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *DSNError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // dsnKeyAliases maps spellings that other pools use (pgxpool's pool_ keys,
 // database/sql's setters) to respool's key. They are not accepted; they only

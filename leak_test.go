@@ -60,7 +60,7 @@ func collectTwice() {
 func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{Connector: &faultConnector{m: m}})
-	if got, want := c.pool.Config().Leak, (leak.Config{HoldThreshold: DefaultHoldThreshold}); got != want {
+	if got, want := c.pool.Config().Leak, (leak.Config{HoldThreshold: defaultHoldThreshold}); got != want {
 		t.Errorf("leak config %+v; want %+v", got, want)
 	}
 	// A negative threshold turns the hold-time report off, as

@@ -196,8 +196,8 @@ func TestDriverErrorsHidePasswordFragments(t *testing.T) {
 			cfg, err := ParseDSN(dsn)
 			if err != nil && dsnform.Of(dsn) == dsnform.URL {
 				// The URL form cannot carry the password as written.
-				if !errors.Is(err, ErrInvalidDSN) || !strings.Contains(err.Error(), "percent-encode") || hasMark(err.Error()) {
-					t.Errorf("ParseDSN: %v, want ErrInvalidDSN saying to percent-encode, without the password", err)
+				if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "percent-encode") || hasMark(err.Error()) {
+					t.Errorf("ParseDSN: %v, want ErrInvalidConfig saying to percent-encode, without the password", err)
 				}
 				return
 			}
