@@ -147,7 +147,8 @@ type Config struct {
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields), whose structure cannot be read (an
+// belong in the Config's fields) or one of pgxpool's pool_ keys (pgx would
+// send it to the server, which refuses it), whose structure cannot be read (an
 // unterminated quote), or whose password its form cannot carry as written
 // (a URL password holding an unencoded '@' or '/': the error says to
 // percent-encode it, and shows none of it); a negative CloseTimeout; an
@@ -191,6 +192,9 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 				ErrInvalidConfig, dsnform.Quote(t.Params[0].Key))
 		}
 		text = t
+	}
+	if err := refusePgxpoolKeys(text.Rest); err != nil {
+		return nil, err
 	}
 	if c.CloseTimeout < 0 {
 		return nil, fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)

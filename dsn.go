@@ -99,7 +99,10 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 //
 // Every error matches errors.Is(err, ErrInvalidConfig); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
-// the closest key for an unknown one. A key given twice is an error, but
+// the closest key for an unknown one. pgxpool's keys (pool_max_conns,
+// pool_min_conns, pool_max_conn_lifetime, ...) are refused too, naming the
+// respool key to use: the driver would pass them on to the server, which
+// refuses them at the first connection. A key given twice is an error, but
 // respool_init_sql, which is given once per statement. A password that the
 // DSN's form cannot carry as written is an error that says how to encode
 // it: in a URL, a password (or user) holding an unencoded '@' or '/' (pgx
