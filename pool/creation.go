@@ -60,6 +60,7 @@ type createGate struct {
 // failureRecord is what callers and Stats see of the gate.
 type failureRecord struct {
 	err      error // the last failure, as the factory returned it
+	stat     error // err as Stats.LastCreateError shows it
 	at       int64 // when it came (pool clock)
 	failures int   // in a row; 0 once a creation has succeeded
 	retryAt  int64 // the next attempt while held, else 0
@@ -337,7 +338,7 @@ func (a *actor[T]) publishFailure() {
 	if g.lastErr == nil {
 		return
 	}
-	r := &failureRecord{err: g.lastErr, at: g.lastAt, failures: g.failures}
+	r := &failureRecord{err: g.lastErr, stat: &lastCreateError{g.lastErr}, at: g.lastAt, failures: g.failures}
 	if g.held {
 		r.retryAt = g.retryAt
 	}
