@@ -1,13 +1,10 @@
 package respool
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -18,22 +15,7 @@ import (
 // marshal (json: unsupported type: func() time.Time) and whose Password it
 // would show. errors.As still finds pgx's error in Stats.
 func TestStatsMarshalJSON(t *testing.T) {
-	cfg, err := ParseDSN("postgres://app:" + pwMark + "@" + closedAddr(t) + "/app?sslmode=disable&respool_retry_connect=1&respool_breaker=off")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Pool.Logger = testLogger(t)
-	c, err := NewConnector(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err == nil {
-		t.Fatal("Ping of a closed port: no error")
-	}
+	c := pingClosedPort(t, "&respool_retry_connect=1&respool_breaker=off", testLogger(t))
 	st := c.Stats()
 	var ce *pgconn.ConnectError
 	if !errors.As(st.LastCreateError, &ce) {

@@ -447,7 +447,7 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
-	h.failEverySecond(2) // the first failure is logged at once, the second is not
+	h.failEverySecond(3) // the first failure at Debug (its caller has it), the second at once (the run persists), the third is not
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Move(time.Second)
 	h.ev.wait(t, "retry", 1)
@@ -467,15 +467,23 @@ func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 func (h *harness) failEverySecond(n int) {
 	h.t.Helper()
 	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	for i := range n {
-		if i > 0 {
-			h.heldBack()
-			h.clk.Move(time.Second)
-			h.ev.wait(h.t, "retry", 1)
-		}
-		if _, err := h.p.Take(context.Background()); err == nil {
-			h.t.Fatal("Take succeeded on a failing factory")
-		}
-		h.ev.wait(h.t, "created", 1)
+	if _, err := h.p.Take(context.Background()); err == nil {
+		h.t.Fatal("Take succeeded on a failing factory")
 	}
+	h.ev.wait(h.t, "created", 1)
+	for range n - 1 {
+		h.failAgain()
+	}
+}
+
+// failAgain has a Take see the attempt after the backoff fail.
+func (h *harness) failAgain() {
+	h.t.Helper()
+	h.heldBack()
+	h.clk.Move(time.Second)
+	h.ev.wait(h.t, "retry", 1)
+	if _, err := h.p.Take(context.Background()); err == nil {
+		h.t.Fatal("Take succeeded on a failing factory")
+	}
+	h.ev.wait(h.t, "created", 1)
 }

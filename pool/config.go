@@ -311,10 +311,13 @@ type BackoffConfig struct {
 	// Max caps the delay. Zero means DefaultBackoffMax (1s), or Initial if
 	// that is longer.
 	Max time.Duration
-	// LogInterval is the least time between two log lines about failing
-	// creations: the first failure is logged at once, the next ones as one
-	// line with their count once the interval has passed, and the
-	// recovery as one line. Zero means DefaultFailureLogInterval (10s).
+	// LogInterval is the least time between two log lines about a run of
+	// failing creations once it is logged at Warn: the first failure that
+	// a caller got is that caller's to report and is logged at Debug; a run
+	// that persists, or a failure nobody got, is logged at Warn at once;
+	// the next failures as one line with their count once the interval has
+	// passed; the end of the run as one line at Info. Zero means
+	// DefaultFailureLogInterval (10s).
 	LogInterval time.Duration
 	// Disabled turns the delays off: every failure goes to the caller whose
 	// creation it was, and the next caller's creation is tried at once, as

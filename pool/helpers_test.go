@@ -274,7 +274,9 @@ func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) factory.Factor
 	t.Helper()
 	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
 	cfg.Clock = h.clk
-	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	if cfg.Logger == nil { // else the test reads its own
+		cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	}
 	p, err := newPool[*fakeObj](of(h.f), cfg, h.ev.hook)
 	if err != nil {
 		t.Fatal(err)
