@@ -63,12 +63,12 @@ func (e *DSNError) Error() string {
 	case e.Owner != "":
 		b.WriteString("respool: DSN key ")
 		b.WriteString(dsnform.Quote(e.Key))
-		b.WriteString(" is ")
+		b.WriteString(" (value ")
+		b.WriteString(dsnform.Quote(e.Value))
+		b.WriteString(") is ")
 		b.WriteString(e.Owner)
 		b.WriteString("'s, which respool does not read (the driver would pass it on to the server, which refuses it): use ")
 		b.WriteString(e.Suggestion)
-		b.WriteString("=")
-		b.WriteString(e.Value)
 		b.WriteString(" instead")
 	case e.Duplicate:
 		b.WriteString("respool: DSN key ")
