@@ -1,6 +1,7 @@
 package respool
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"fmt"
@@ -62,6 +63,17 @@ type Config struct {
 	// arguments goes by the simple protocol); go-sql-driver/mysql only with
 	// its multiStatements parameter.
 	InitSQL []string
+	// LogLevel (respool_log) is the least level of the lines respool logs
+	// for this Connector (its pool's, breaker's, pause's and hooks'), which
+	// go to Pool.Logger, or slog.Default() when that is nil, whatever the
+	// handler's own level: respool_log=debug shows respool's Debug lines on
+	// a handler at Info. A *slog.LevelVar changes it while the Connector
+	// runs; a level above slog.LevelError (respool_log=off) turns respool's
+	// lines off. Nil leaves the level to the handler: slog.Default()'s is
+	// Info, at which respool logs changes of state (creations failing for
+	// good and recovering, the circuit opening and closing, a pause
+	// beginning and ending, a leak), each once, not a line per attempt.
+	LogLevel slog.Leveler
 
 	// The hooks below are respool's factory.Hooks for database/sql, in the
 	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
@@ -226,6 +238,9 @@ func (c *Config) poolConfig() pool.Config {
 		if cl := c.Resilience.Classifier; cl != nil {
 			pc.BackPressure = cl.BackPressure
 		}
+	}
+	if c.LogLevel != nil {
+		pc.Logger = leveled(cmp.Or(pc.Logger, slog.Default()), c.LogLevel)
 	}
 	switch {
 	case pc.Leak.HoldThreshold == 0:

@@ -66,6 +66,7 @@ const dsnguardDefaultWindow = dbguard.DefaultWindowSize
 //	respool_connect_rate            Resilience.ConnectRate            integer ≥ 1, or off (0)
 //	respool_pause                   !Resilience.Pause.Disabled        true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause         duration > 0
+//	respool_log                     LogLevel                   off, error, warn, info or debug
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //
@@ -240,6 +241,7 @@ const (
 	dsnRate    // a float64 in (0, 1]
 	dsnEnum    // a pool.OverloadPolicy by name
 	dsnBackoff // pool.BackoffConfig: a duration for Initial, or "off" for Disabled
+	dsnLevel   // a slog.Leveler: off, or a level as slog spells it
 )
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -257,8 +259,8 @@ type dsnKey struct {
 	offZero bool
 	invert  bool // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy or
-	// *pool.BackoffConfig according to kind.
+	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
+	// *pool.BackoffConfig or *slog.Leveler according to kind.
 	field func(c *Config) any
 }
 
@@ -370,6 +372,8 @@ var dsnKeys = []dsnKey{
 	{name: "respool_max_pause", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
+	{name: "respool_log", kind: dsnLevel, accepted: "off, error, warn, info or debug",
+		field: func(c *Config) any { return &c.LogLevel }},
 }
 
 const (
@@ -424,6 +428,12 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			}
 		}
 		return false
+	case *slog.Leveler:
+		level, ok := parseLevel(v)
+		if !ok {
+			return false
+		}
+		*p = level
 	case *pool.BackoffConfig:
 		if strings.EqualFold(v, "off") {
 			p.Disabled = true
@@ -497,6 +507,10 @@ func (k *dsnKey) format(c *Config) string {
 	case *pool.OverloadPolicy:
 		if *p != 0 {
 			return p.String()
+		}
+	case *slog.Leveler:
+		if *p != nil {
+			return levelName((*p).Level())
 		}
 	case *pool.BackoffConfig:
 		switch {

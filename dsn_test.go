@@ -403,6 +403,8 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_connect_rate=OFF", Config{}},
 		{"respool_pause=off", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{Disabled: true}}}},
 		{"respool_max_pause=1m", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{MaxPause: time.Minute}}}},
+		{"respool_log=debug", Config{LogLevel: slog.LevelDebug}},
+		{"respool_log=Off", Config{LogLevel: logOff}},
 		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
 		{"respool_close_timeout=0", Config{}},
 		{"respool_cancel_wait=250ms", Config{CancelWait: 250 * time.Millisecond}},
