@@ -6,7 +6,6 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -81,16 +80,12 @@ func (m *mockDB) metOnceClosed(t *testing.T) {
 	m.met(t)
 }
 
-// quietLogger drops the pool's log lines: sqlmock's connection returns an
-// error from every Close it was not told to expect, which the pool logs.
-var quietLogger = slog.New(slog.DiscardHandler)
-
 // newTestConnector makes a Connector for cfg and closes it when the test
 // ends.
 func newTestConnector(t testing.TB, cfg Config) *Connector {
 	t.Helper()
-	if cfg.Pool.Logger == nil {
-		cfg.Pool.Logger = quietLogger
+	if cfg.Pool.Logger == nil { // sqlmock fails every Close it was not told to expect, which the pool logs
+		cfg.Pool.Logger = testLogger(t)
 	}
 	c, err := NewConnector(cfg)
 	if err != nil {

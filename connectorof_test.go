@@ -68,7 +68,7 @@ func TestConnectorOfEveryWayIn(t *testing.T) {
 		t.Errorf("ConnectorOf(sql.OpenDB(NewConnector's)) = %p, %v; want %p", got, err, nc)
 	}
 
-	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: quietLogger})
+	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,9 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	if cfg.Pool.Name == "" {
 		cfg.Pool.Name = fmt.Sprintf("%s[%s]", g.k.Config().Name, key)
 	}
+	if cfg.Pool.Logger == nil { // the Group's, for the member's guard and hooks too
+		cfg.Pool.Logger = g.k.Config().Logger
+	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
 	c, err := newConnector(cfg, nil, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {

@@ -1,11 +1,14 @@
 package respool
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +22,7 @@ import (
 func newTestGroup(t *testing.T, cfg GroupConfig) *Group {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger
+		cfg.Logger = testLogger(t)
 	}
 	g, err := NewGroup(cfg)
 	if err != nil {
@@ -158,7 +161,7 @@ func isPoolConfigError(err error, field string) bool {
 // closes every member.
 func TestGroupClose(t *testing.T) {
 	m := newMock(t)
-	g, err := NewGroup(GroupConfig{MaxConns: 2, Name: "shop", Logger: quietLogger})
+	g, err := NewGroup(GroupConfig{MaxConns: 2, Name: "shop", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +298,7 @@ func TestGroupKeepsTheSlotOfAConnectionAttemptGivenUpOn(t *testing.T) {
 // member's Connector does.
 func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	clk := clocktest.New(time.Unix(0, 0))
-	g, err := NewGroup(GroupConfig{Logger: quietLogger})
+	g, err := NewGroup(GroupConfig{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("NewGroup: %v", err)
 	}
@@ -316,5 +319,24 @@ func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	}
 	if n := clk.Pending(); n != 0 {
 		t.Errorf("%d timers pending after Group.Close; want 0", n)
+	}
+}
+
+// A member whose Config.Pool.Logger is nil logs to the Group's Logger, its
+// guard's lines (the pause) too: they went to slog.Default.
+func TestGroupLoggerLogsTheMembersGuard(t *testing.T) {
+	logs := &syncWriter{w: new(bytes.Buffer)}
+	g, err := NewGroup(GroupConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close(context.Background()) }()
+	c, err := g.Connector("a", Config{Connector: &faultConnector{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.guard.Pause().Hold(time.Minute, errors.New("slow down"))
+	if !strings.Contains(logs.String(), `msg="creations paused" pool=respool-group[a]`) {
+		t.Errorf("the Group's log lacks the member's pause:\n%s", logs)
 	}
 }
