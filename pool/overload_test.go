@@ -8,22 +8,35 @@ import (
 )
 
 // overloadHarness is a pool of 2 whose objects are both out, with a hold
-// time of 100ms measured (an object lent to a waiting caller came back
-// 100ms later), and two callers without deadlines queued for give-backs.
-// It returns the handles out and the queued callers.
+// time of 100ms measured as many times as the policy needs to judge (an
+// object lent to a waiting caller came back 100ms later), and two callers
+// without deadlines queued for give-backs. It returns the handles out and
+// the queued callers.
 func overloadHarness(t *testing.T, cfg Config) (h *harness, out []Handle[*fakeObj], queued []chan takeResult) {
 	cfg.MaxObjects, cfg.MaxQueueSize = 2, 100
 	h = newHarness(t, cfg)
 	a, b := h.take(), h.take() // each made for a caller that waited: measured
-	w := h.waiting(context.Background(), 1)
-	h.clk.Advance(100 * time.Millisecond)
-	h.giveBack(a)
-	a = h.result(w).h
+	a = h.holds(a, holdWeight, 100*time.Millisecond)
 	if s := h.p.Stats(); cfg.Overload.Policy == OverloadDeadline && s.MeanHold != 100*time.Millisecond {
 		t.Fatalf("MeanHold = %v, want the 100ms measured", s.MeanHold)
 	}
 	queued = []chan takeResult{h.waiting(context.Background(), 1), h.waiting(context.Background(), 2)}
 	return h, []Handle[*fakeObj]{a, b}, queued
+}
+
+// holds measures n holds of d, one after the other, on a, the handle of an
+// object lent to a caller that waited, while the pool's other objects are
+// out: each time a caller queues, a is given back d later and goes to that
+// caller. It returns the handle of the last.
+func (h *harness) holds(a Handle[*fakeObj], n int, d time.Duration) Handle[*fakeObj] {
+	h.t.Helper()
+	for range n {
+		w := h.waiting(context.Background(), 1)
+		h.clk.Advance(d)
+		h.giveBack(a)
+		a = h.result(w).h
+	}
+	return a
 }
 
 // drain gives back the handles and serves the queued callers in turn.
@@ -63,6 +76,49 @@ func TestOverloadDeadlineFailsTheHopelessAtOnce(t *testing.T) {
 		t.Fatalf("Overloaded = %d, want 1", s.Overloaded)
 	}
 	h.drain(out, append(queued, ok)...)
+}
+
+// The policy judges nobody on the first holds it measures, those of the
+// pool's start: it waits for holdWeight of them and takes their plain mean.
+// The first hold of a pool is often many times the steady ones (new
+// connections, every caller arriving at once on a busy machine): judged on
+// it alone, a caller that would be served well within its deadline was
+// refused.
+func TestOverloadDeadlineWaitsForHoldsBeforeJudging(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxQueueSize: 100})
+	a := h.holds(h.take(), 1, time.Second) // the start: a hold of 1s
+	first := h.waiting(context.Background(), 1)
+	// 1 ahead, 1 in use: judged on the 1s hold alone, it would expect to be
+	// served after 2s and be refused; the 10ms holds that follow serve it
+	// after 20ms.
+	soon := h.takeAsync(h.withDeadline(time.Second))
+	waitUntil(t, "the caller with a deadline queues, or fails", func() bool {
+		return !pending(soon) || h.p.Stats().Queued == 2 && blockedInTake(2)
+	})
+	if !pending(soon) {
+		t.Fatalf("Take = %v with one hold measured; want it queued", h.result(soon).err)
+	}
+	for _, w := range []chan takeResult{first, soon} {
+		h.clk.Advance(10 * time.Millisecond)
+		h.giveBack(a)
+		r := h.result(w)
+		if r.err != nil {
+			t.Fatalf("queued caller: %v", r.err)
+		}
+		a = r.h
+	}
+	a = h.holds(a, holdWeight-3, 10*time.Millisecond)
+	want := (time.Second + (holdWeight-1)*10*time.Millisecond) / holdWeight
+	if s := h.p.Stats(); s.MeanHold < want-time.Microsecond || s.MeanHold > want+time.Microsecond || s.Overloaded != 0 {
+		t.Fatalf("MeanHold %v, Overloaded %d; want the plain mean of the %d holds, %v, and nobody refused", s.MeanHold, s.Overloaded, holdWeight, want)
+	}
+	// Measured enough: it judges. With 1 ahead, a caller with 100ms left
+	// cannot be served in time.
+	queued := h.waiting(context.Background(), 1)
+	if _, err := h.p.Take(h.withDeadline(100 * time.Millisecond)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Take = %v after %d holds; want ErrOverloaded", err, holdWeight)
+	}
+	h.drain([]Handle[*fakeObj]{a}, queued)
 }
 
 // AcquireTimeout bounds the wait only: a caller whose AcquireTimeout comes
