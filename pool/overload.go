@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -131,6 +132,18 @@ func (t *taker[T]) admit(ahead int) error {
 		t.shed = t.shedTimer.C()
 	}
 	return nil
+}
+
+// refused counts a caller the policy failed as it joined the queue, and
+// yields its processor once. Refused callers often call again at once:
+// without the yield each ran until the scheduler preempted it (10ms), and
+// the callers holding objects, woken by the network, waited behind dozens
+// of them to run; their holds lengthened, and the policy, measuring them,
+// refused more (on 2 busy cores, holds of 15ms became 200-600ms for
+// seconds). The yield costs only refused callers.
+func (p *Pool[T]) refused() {
+	p.counters.overloaded.Add(1)
+	runtime.Gosched()
 }
 
 // atTurn applies the deadline policy to t, which has just received e from

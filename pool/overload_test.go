@@ -3,6 +3,9 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -119,6 +122,60 @@ func TestOverloadDeadlineWaitsForHoldsBeforeJudging(t *testing.T) {
 		t.Fatalf("Take = %v after %d holds; want ErrOverloaded", err, holdWeight)
 	}
 	h.drain([]Handle[*fakeObj]{a}, queued)
+}
+
+// A caller the policy refuses yields its processor before it returns, so
+// that a goroutine ready to run (a caller holding an object, woken by the
+// network) runs before the refused caller can call again. Refused callers
+// often call again at once, and each ran until the scheduler preempted it
+// (10ms): with dozens of them, a holder waited hundreds of milliseconds to
+// run, its hold lengthened, and the policy, measuring it, refused more
+// (on 2 busy cores, holds of 15ms became 200-600ms, and the pool served
+// a third of what a plain FIFO pool serves). On one processor the
+// goroutine readied before the refusal runs only if the refused caller
+// yields; the scheduler serves the caller that yielded first once in 61
+// schedules, so the caller may call twice.
+func TestOverloadDeadlineRefusedCallerYields(t *testing.T) {
+	h, out, queued := overloadHarness(t, Config{})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ready := make(chan struct{})
+	var ran atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ready
+		ran.Store(true)
+	}()
+	waitUntil(t, "the goroutine waits", func() bool { return blockedOn("chan receive", "TestOverloadDeadlineRefusedCallerYields.func") })
+	close(ready) // it is ready to run: on one processor, it runs when this goroutine yields
+	var errs [2]error
+	for i := range errs {
+		if _, errs[i] = h.p.Take(h.withDeadline(200 * time.Millisecond)); ran.Load() {
+			break
+		}
+	}
+	yielded := ran.Load()
+	if !errors.Is(errs[0], ErrOverloaded) || errs[1] != nil && !errors.Is(errs[1], ErrOverloaded) {
+		t.Fatalf("Takes = %v, want ErrOverloaded", errs)
+	}
+	if !yielded {
+		t.Fatal("a caller refused twice returned without letting a ready goroutine run")
+	}
+	<-done
+	h.drain(out, queued...)
+}
+
+// blockedOn reports whether a goroutine whose stack mentions fn is parked
+// in state ("chan receive", "select").
+func blockedOn(state, fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "["+state) && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // AcquireTimeout bounds the wait only: a caller whose AcquireTimeout comes
