@@ -444,6 +444,34 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 	}
 }
 
+// So is the gate held by an error carrying a retry time (a breaker's
+// rejection): a caller that comes at that time, before the actor has
+// handled its timer, waits for the attempt the timer starts, and is not
+// failed at once with the rejection and a retry time already past.
+// integration/sqldriver TestNativePgxThroughTheGuard met it: it waited for
+// the breaker's half-open time, and its Take failed fast naming that time.
+func TestCallerAtTheRejectionsRetryTimeGetsTheAttempt(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(200 * time.Millisecond)}
+	h.f.set(func(f *fakeFactory) { f.createErr = rejected })
+	if _, err := h.p.Take(context.Background()); !errors.Is(err, rejected) {
+		t.Fatalf("Take = %v, want the rejection", err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.moveLate(200 * time.Millisecond)
+	r := h.takeAsync(context.Background())
+	waitUntil(t, "the Take waits or fails", func() bool { return !pending(r) || h.p.Stats().Waiting == 1 && blockedInTake(1) })
+	if !pending(r) {
+		t.Fatalf("Take at the retry time = %v, want it to wait for the attempt", h.result(r).err)
+	}
+	h.clk.fireLate()
+	res := h.result(r)
+	if res.err != nil {
+		t.Fatalf("Take at the retry time = %v, want the attempt's object", res.err)
+	}
+	h.giveBack(res.h)
+}
+
 // A recovery that comes before a line may be logged is reported by the
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {

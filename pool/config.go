@@ -334,7 +334,10 @@ const (
 	// OverloadDeadline (the default) keeps FIFO order and fails fast the
 	// callers that cannot be served in time. The pool measures how long
 	// objects are held while callers wait (a clock read by the waiting
-	// callers only, never on the fast path). Once at least as many callers
+	// callers only, never on the fast path); it judges nobody before it
+	// has measured 8 holds, and averages those evenly (the first holds of
+	// a pool, those of its start, are often many times the steady ones).
+	// Once at least as many callers
 	// wait for a give-back as there are objects in use, a caller about to
 	// join them, with k ahead of it and n objects in use held for h on
 	// average, expects to be served after (k+1)·h/n and then to need its
