@@ -13,11 +13,11 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/clocktest"
 )
 
 // quiet drops the Connectors' log lines (the circuit opening and closing,

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 	"github.com/respool/respool/resilience/delay"
@@ -26,7 +28,7 @@ type TxConfig struct {
 	// transactions that conflicted do not collide again.
 	Delay delay.Strategy
 	// Clock is where the waits are timed; nil means the system clock.
-	Clock resilience.Clock
+	Clock clock.Clock
 	// Listener receives the retry's events (resilience.EventRetry,
 	// EventGiveUp) under the name "tx".
 	Listener resilience.Listener
@@ -68,7 +70,7 @@ func NewTxRunner(cfg TxConfig) (*TxRunner, error) {
 	r, err := retry.New(retry.Config[struct{}]{
 		Name:        "tx",
 		MaxAttempts: cfg.MaxAttempts,
-		Delay:       cfg.Delay.Or(defaultTxDelay),
+		Delay:       resil.DelayOr(cfg.Delay, defaultTxDelay),
 		RetryOn:     dbclass.IsTxRetryable,
 		Clock:       cfg.Clock,
 		Listener:    cfg.Listener,

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/clock"
 )
 
 // Config configures a Connector. The zero value of each field is its
@@ -39,7 +39,7 @@ type Config struct {
 	Faults []Fault
 	// Clock is read for During windows and sets Latency's timers; tests
 	// move a clocktest.Clock instead of waiting. Nil: the system clock.
-	Clock resilience.Clock
+	Clock clock.Clock
 	// OnFault, when set, is called in the calling goroutine each time a
 	// Fault hits a call, before it takes effect: from several goroutines at
 	// once when calls are made concurrently. It must not block.

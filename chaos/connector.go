@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/internal/dsnform"
-	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/internal/resil"
 )
 
 // Connector is a driver.Connector whose connections come from the wrapped
@@ -25,7 +26,7 @@ type Connector struct {
 	dialHook bool   // connect faults reach the driver through its dial function
 	name     string
 	seed     uint64
-	clock    resilience.Clock
+	clock    clock.Clock
 	start    time.Time
 	faults   []*fault
 	onFault  func(Event)
@@ -59,7 +60,7 @@ func newConnector(cfg Config, text *dsnform.Text) (*Connector, error) {
 	c := &Connector{
 		name:    cfg.Name,
 		seed:    cfg.Seed,
-		clock:   resilience.ClockOr(cfg.Clock),
+		clock:   resil.ClockOr(cfg.Clock),
 		onFault: cfg.OnFault,
 		closed:  make(chan struct{}),
 		pipes:   make(map[net.Conn]struct{}),

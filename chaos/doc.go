@@ -66,6 +66,6 @@
 // # Time
 //
 // Latency waits on Config.Clock, which a test moves by hand
-// (resilience/clocktest), and is counted in Stats. A frozen call waits for
+// (clock/clocktest), and is counted in Stats. A frozen call waits for
 // its context, or for Connector.Close when the context cannot end.
 package chaos

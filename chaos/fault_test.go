@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/clock/clocktest"
 )
 
 func TestEveryNthCall(t *testing.T) {
@@ -206,7 +206,7 @@ func TestLatencyEndsWithContext(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if clk.Pending() != 0 {
+	if _, pending := clk.Next(); pending {
 		t.Error("the delay's timer is still pending")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/dbclass"
 )
@@ -71,8 +73,8 @@ type Config struct {
 	// Classifier says what an error means (see package dbclass); nil means
 	// dbclass's defaults.
 	Classifier *dbclass.Classifier
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives the mechanisms' events (see resilience.Event).
 	Listener resilience.Listener
 }
@@ -158,26 +160,26 @@ func (c Config) Validate() error {
 func (c Config) validate() (Config, error) {
 	b, r, p := &c.Breaker, &c.Retry, &c.Pause
 	checks := []error{
-		resilience.Check(b.WindowSize >= 0, mechanism, "Breaker.WindowSize", b.WindowSize, "a count >= 0 (0: 20)"),
-		resilience.Check(b.MinimumCalls >= 0, mechanism, "Breaker.MinimumCalls", b.MinimumCalls, "a count >= 0 (0: 10)"),
-		resilience.Check(b.FailureRate >= 0 && b.FailureRate <= 1, mechanism, "Breaker.FailureRate", b.FailureRate,
+		resil.Check(b.WindowSize >= 0, mechanism, "Breaker.WindowSize", b.WindowSize, "a count >= 0 (0: 20)"),
+		resil.Check(b.MinimumCalls >= 0, mechanism, "Breaker.MinimumCalls", b.MinimumCalls, "a count >= 0 (0: 10)"),
+		resil.Check(b.FailureRate >= 0 && b.FailureRate <= 1, mechanism, "Breaker.FailureRate", b.FailureRate,
 			"a rate in (0, 1] (0: 0.5)"),
-		resilience.Check(b.OpenDelay >= 0, mechanism, "Breaker.OpenDelay", b.OpenDelay, "a duration >= 0 (0: 220ms)"),
-		resilience.Check(b.MaxOpenDelay >= 0, mechanism, "Breaker.MaxOpenDelay", b.MaxOpenDelay,
+		resil.Check(b.OpenDelay >= 0, mechanism, "Breaker.OpenDelay", b.OpenDelay, "a duration >= 0 (0: 220ms)"),
+		resil.Check(b.MaxOpenDelay >= 0, mechanism, "Breaker.MaxOpenDelay", b.MaxOpenDelay,
 			"a duration >= 0 (0: OpenDelay)"),
-		resilience.Check(b.SlowCall >= 0, mechanism, "Breaker.SlowCall", b.SlowCall, "a duration >= 0 (0: off)"),
-		resilience.Check(r.Attempts >= 0, mechanism, "Retry.Attempts", r.Attempts, "a count >= 0 (0: 3; 1: no retry)"),
-		resilience.Check(r.Delay >= 0, mechanism, "Retry.Delay", r.Delay, "a duration >= 0 (0: 50ms)"),
-		resilience.Check(r.MaxDelay >= 0, mechanism, "Retry.MaxDelay", r.MaxDelay, "a duration >= 0 (0: 1s)"),
-		resilience.Check(p.MaxPause >= 0, mechanism, "Pause.MaxPause", p.MaxPause, "a duration >= 0 (0: 30s)"),
-		resilience.Check(c.ConnectRate >= 0, mechanism, "ConnectRate", c.ConnectRate, "a rate >= 0 a second (0: no limit)"),
+		resil.Check(b.SlowCall >= 0, mechanism, "Breaker.SlowCall", b.SlowCall, "a duration >= 0 (0: off)"),
+		resil.Check(r.Attempts >= 0, mechanism, "Retry.Attempts", r.Attempts, "a count >= 0 (0: 3; 1: no retry)"),
+		resil.Check(r.Delay >= 0, mechanism, "Retry.Delay", r.Delay, "a duration >= 0 (0: 50ms)"),
+		resil.Check(r.MaxDelay >= 0, mechanism, "Retry.MaxDelay", r.MaxDelay, "a duration >= 0 (0: 1s)"),
+		resil.Check(p.MaxPause >= 0, mechanism, "Pause.MaxPause", p.MaxPause, "a duration >= 0 (0: 30s)"),
+		resil.Check(c.ConnectRate >= 0, mechanism, "ConnectRate", c.ConnectRate, "a rate >= 0 a second (0: no limit)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	b.WindowSize = cmp.Or(b.WindowSize, DefaultWindowSize)
 	b.MinimumCalls = cmp.Or(b.MinimumCalls, min(DefaultMinimumCalls, b.WindowSize))
-	if err := resilience.Check(b.MinimumCalls <= b.WindowSize, mechanism, "Breaker.MinimumCalls", b.MinimumCalls,
+	if err := resil.Check(b.MinimumCalls <= b.WindowSize, mechanism, "Breaker.MinimumCalls", b.MinimumCalls,
 		"at most Breaker.WindowSize"); err != nil {
 		return c, err
 	}
@@ -191,6 +193,6 @@ func (c Config) validate() (Config, error) {
 	if c.Classifier == nil {
 		c.Classifier, _ = dbclass.New(dbclass.Config{})
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

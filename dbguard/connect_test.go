@@ -89,7 +89,7 @@ func TestCircuitOpensOnFailedAttempts(t *testing.T) {
 		t.Fatalf("Check while open: %v", err)
 	}
 
-	f.clk.Set(halfOpen)
+	f.clk.Advance(halfOpen.Sub(f.clk.Now()))
 	if err := f.g.Check(); err != nil {
 		t.Fatalf("Check when half-open: %v; want nil (the probe is free)", err)
 	}
@@ -147,7 +147,7 @@ func TestPauseOnBackPressure(t *testing.T) {
 	if s := f.g.Breaker().State(); s != breaker.Closed {
 		t.Fatalf("breaker %v; want closed: back-pressure is not a failure", s)
 	}
-	f.clk.Set(until)
+	f.clk.Advance(until.Sub(f.clk.Now()))
 	if n, err := f.connect(ctx); err != nil || n != 2 {
 		t.Fatalf("the probe: %d, %v; want a connection", n, err)
 	}
@@ -170,7 +170,7 @@ func TestCreationsBehindTheProbeFailFastWhenItPausesAgain(t *testing.T) {
 	if _, err := f.connect(ctx); !errors.Is(err, errFull) {
 		t.Fatalf("creation: %v; want the server's error", err)
 	}
-	f.clk.Set(f.g.Pause().State().Until) // the pause is over: the next creation is its probe
+	f.clk.Advance(f.g.Pause().State().Until.Sub(f.clk.Now())) // the pause is over: the next creation is its probe
 
 	inProbe, release := make(chan struct{}), make(chan struct{})
 	probeDone := make(chan error, 1)

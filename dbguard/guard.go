@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/compose"
@@ -173,7 +174,7 @@ func (g *Guard) Admit() (done func(), err error) {
 	if !g.halfOpenTake.CompareAndSwap(false, true) {
 		g.rejected.Add(1)
 		now := g.c.Clock.Now()
-		return admitted, resilience.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay))
+		return admitted, resil.Reject("breaker", g.c.Name, breaker.ErrHalfOpenFull, now, now.Add(g.c.Breaker.OpenDelay))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { g.halfOpenTake.Store(false) }) }, nil

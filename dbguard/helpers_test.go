@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 )
 
 // The errors a driver returns, as dbclass judges them.
@@ -146,7 +146,7 @@ func (f *fixture) connectStepping(steps int) (int, error) {
 			f.t.Fatalf("no retry delay: %v", werr)
 		}
 		next, _ := f.clk.Next()
-		f.clk.Set(next)
+		f.clk.Advance(next.Sub(f.clk.Now()))
 	}
 	<-done
 	return n, err

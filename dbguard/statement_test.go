@@ -84,7 +84,7 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 		t.Fatalf("Rejected %d (breaker %d); want 2 takes and statements, 3 in all", s.Rejected, s.Breaker.Rejected)
 	}
 
-	f.clk.Set(halfOpen)
+	f.clk.Advance(halfOpen.Sub(f.clk.Now()))
 	probe, err := f.g.Enter(ctx)
 	if err != nil {
 		t.Fatalf("the probe: %v", err)
@@ -129,7 +129,7 @@ func TestHalfOpenAdmitsOneTake(t *testing.T) {
 	}
 	f.statements(10, nil)
 	f.statements(10, errLost)
-	f.clk.Set(f.clk.Now().Add(dbguard.DefaultOpenDelay))
+	f.clk.Advance(dbguard.DefaultOpenDelay)
 
 	done, err := f.g.Admit()
 	if err != nil {
@@ -167,7 +167,7 @@ func TestDeadlineCountsWhenTheStatementRanLong(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.clk.Set(f.clk.Now().Add(200 * time.Millisecond))
+			f.clk.Advance(200 * time.Millisecond)
 			f.g.Exit(ctx, p, nil) // the server answers in 200ms
 			var ps []resilience.Permit
 			for range 4 {
@@ -181,7 +181,7 @@ func TestDeadlineCountsWhenTheStatementRanLong(t *testing.T) {
 			if frozen {
 				run = time.Second
 			}
-			f.clk.Set(f.clk.Now().Add(run))
+			f.clk.Advance(run)
 			for _, p := range ps {
 				f.g.Exit(ctx, p, context.DeadlineExceeded)
 			}

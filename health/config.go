@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/internal/resil"
 )
 
 // Defaults of the zero Config.
@@ -42,11 +42,11 @@ type Config struct {
 
 // withDefaults validates c and returns it with its defaults filled in.
 func (c Config) withDefaults() (Config, error) {
-	if err := resilience.Check(c.ProbeTimeout >= 0, "health", "ProbeTimeout", c.ProbeTimeout, "a duration >= 0 (0: 1s)"); err != nil {
+	if err := resil.Check(c.ProbeTimeout >= 0, "health", "ProbeTimeout", c.ProbeTimeout, "a duration >= 0 (0: 1s)"); err != nil {
 		return c, err
 	}
 	for _, q := range c.Quantiles {
-		if err := resilience.Check(q > 0 && q <= 1, "health", "Quantiles", c.Quantiles, "quantiles in (0, 1]"); err != nil {
+		if err := resil.Check(q > 0 && q <= 1, "health", "Quantiles", c.Quantiles, "quantiles in (0, 1]"); err != nil {
 			return c, err
 		}
 	}
@@ -70,10 +70,10 @@ func (c Config) withDefaults() (Config, error) {
 			*f.p = f.def
 		}
 		if !strings.HasPrefix(*f.p, "/") {
-			return c, resilience.Check(false, "health", f.field, *f.p, "a path beginning with '/'")
+			return c, resil.Check(false, "health", f.field, *f.p, "a path beginning with '/'")
 		}
 		if other, ok := seen[*f.p]; ok {
-			return c, resilience.Check(false, "health", f.field, *f.p, "a path other than "+other+"'s")
+			return c, resil.Check(false, "health", f.field, *f.p, "a path other than "+other+"'s")
 		}
 		seen[*f.p] = f.field
 	}

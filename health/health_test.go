@@ -16,13 +16,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/internal/fmttest"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/pause"
 )
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/pause"
@@ -76,8 +78,8 @@ type TransportConfig struct {
 	// as the request's error (a *resilience.RejectedError).
 	Breaker *breaker.Breaker
 	// Clock is where time is read and waits are set. Nil means
-	// resilience.System.
-	Clock resilience.Clock
+	// clock.System().
+	Clock clock.Clock
 }
 
 // Transport is an http.RoundTripper that honours a server's 429 and 503
@@ -92,7 +94,7 @@ type Transport struct {
 	ownsP   bool
 	breaker *breaker.Breaker
 	retry   *retry.Retry[*http.Response]
-	clock   resilience.Clock
+	clock   clock.Clock
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -100,7 +102,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 // NewTransport validates c and returns a Transport. Close it to stop its
 // own pause's timer.
 func NewTransport(c TransportConfig) (*Transport, error) {
-	t := &Transport{base: c.Base, pause: c.Pause, breaker: c.Breaker, clock: resilience.ClockOr(c.Clock)}
+	t := &Transport{base: c.Base, pause: c.Pause, breaker: c.Breaker, clock: resil.ClockOr(c.Clock)}
 	if t.base == nil {
 		t.base = http.DefaultTransport
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/httpguard"
-	"github.com/respool/respool/resilience/clocktest"
 )
 
 // limitedAPI answers its first `refuse` requests with 429 Retry-After: 2,

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -23,8 +25,8 @@ type ServerConfig struct {
 	// time of its own. Zero means DefaultRetryAfter (1s).
 	DefaultRetryAfter time.Duration
 	// Clock is the time against which a refusal's retry time becomes a
-	// number of seconds. Nil means resilience.System.
-	Clock resilience.Clock
+	// number of seconds. Nil means clock.System().
+	Clock clock.Clock
 	// OnError writes the answer to any other error. Nil means a plain 500
 	// "internal server error", without the error's text (it may hold
 	// details a client must not see).
@@ -40,12 +42,12 @@ type Server struct {
 // NewServer validates c and returns a Server.
 func NewServer(c ServerConfig) (*Server, error) {
 	if c.DefaultRetryAfter < 0 {
-		return nil, resilience.Check(false, "httpguard", "DefaultRetryAfter", c.DefaultRetryAfter, "a duration >= 0 (0: 1s)")
+		return nil, resil.Check(false, "httpguard", "DefaultRetryAfter", c.DefaultRetryAfter, "a duration >= 0 (0: 1s)")
 	}
 	if c.DefaultRetryAfter == 0 {
 		c.DefaultRetryAfter = DefaultRetryAfter
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return &Server{c: c}, nil
 }
 

@@ -13,12 +13,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/httpguard"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 

@@ -12,14 +12,14 @@ func TestAcquireTimeoutBoundsTheWaitForAGiveBack(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, AcquireTimeout: 2 * time.Second})
 	a := h.take()
 	w := h.waiting(context.Background(), 1)
-	waitUntil(t, "the wait's timer starts", func() bool { return h.clk.pendingTimers() == 1 })
-	h.clk.Move(time.Second)
+	h.clk.waitTimers(t, 1) // the wait's timer
+	h.clk.Advance(time.Second)
 	select {
 	case r := <-w:
 		t.Fatalf("Take returned %v after 1s of a 2s AcquireTimeout", r.err)
 	default:
 	}
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	r := <-w
 	if !errors.Is(r.err, ErrAcquireTimeout) || errors.Is(r.err, context.DeadlineExceeded) {
 		t.Fatalf("Take = %v, want ErrAcquireTimeout (and not the context's error)", r.err)
@@ -39,8 +39,8 @@ func TestAcquireTimeoutBoundsTheWaitForACreation(t *testing.T) {
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.gate = gate })
 	w := h.waiting(context.Background(), 1)
-	waitUntil(t, "the wait's timer starts", func() bool { return h.clk.pendingTimers() == 1 })
-	h.clk.Move(time.Second)
+	h.clk.waitTimers(t, 1) // the wait's timer
+	h.clk.Advance(time.Second)
 	if r := <-w; !errors.Is(r.err, ErrAcquireTimeout) {
 		t.Fatalf("Take = %v, want ErrAcquireTimeout", r.err)
 	}
@@ -63,8 +63,8 @@ func TestAcquireTimeoutLeavesTheContextsErrorAlone(t *testing.T) {
 	if r := <-w; !errors.Is(r.err, context.Canceled) || errors.Is(r.err, ErrAcquireTimeout) {
 		t.Fatalf("Take = %v, want context.Canceled only", r.err)
 	}
-	if n := h.clk.pendingTimers(); n != 0 {
-		t.Fatalf("%d timers left running", n)
+	if next, ok := h.clk.Next(); ok {
+		t.Fatalf("a timer due at %v left running", next)
 	}
 	h.giveBack(a)
 }

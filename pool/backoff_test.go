@@ -50,7 +50,7 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 		if h.f.attempts.Load() != before {
 			t.Fatal("a Take while creations are held back made an attempt")
 		}
-		h.clk.Move(DefaultBackoffMax)
+		h.clk.Advance(DefaultBackoffMax)
 		h.ev.wait(t, "retry", 1)
 		if _, err := h.p.Take(context.Background()); !errors.As(err, &ce) || ce.FailedFast || !errors.Is(err, boom) {
 			t.Fatalf("Take after the delay = %v, want its attempt's failure", err)
@@ -61,7 +61,7 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 		}
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(DefaultBackoffMax)
+	h.clk.Advance(DefaultBackoffMax)
 	h.ev.wait(t, "retry", 1)
 	var held []Handle[*fakeObj]
 	for range 10 { // a success ends the backoff: the pool fills at once
@@ -208,7 +208,7 @@ func TestCallerWaitsWhileAnObjectAliveMayServeIt(t *testing.T) {
 		w := h.takeAsync(h.withDeadline(2 * time.Second))
 		waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
 		h.f.set(func(f *fakeFactory) { f.createErr = nil })
-		h.clk.Move(time.Second)
+		h.clk.Advance(time.Second)
 		r := h.result(w)
 		if r.err != nil {
 			t.Fatalf("Take after the next attempt = %v", r.err)
@@ -230,7 +230,7 @@ func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
 	if h.f.attempts.Load() != 2 {
 		t.Fatal("an attempt was made before the backoff ended")
 	}
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	r := h.result(w)
 	var ce *CreateError
 	if !errors.As(r.err, &ce) || ce.FailedFast || ce.Failures != 2 || !errors.Is(r.err, boom) {
@@ -253,7 +253,8 @@ func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	timed, cancelled := h.takeAsync(context.Background()), h.takeAsync(ctx)
 	waitUntil(t, "both wait", func() bool { return h.p.Stats().Waiting == 2 })
-	h.clk.Move(time.Second) // the probe starts, for the first in line, and hangs
+	h.clk.waitTimers(t, 3)     // the gate's, and both waits' AcquireTimeout from now
+	h.clk.Advance(time.Second) // the probe starts, for the first in line, and hangs
 	h.ev.wait(t, "retry", 1)
 	cancel()
 	r := h.result(cancelled)
@@ -265,7 +266,7 @@ func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
 	if errors.As(r.err, &ce) {
 		t.Fatal("a wait ended by its context must not look like a failed creation")
 	}
-	h.clk.Move(2 * time.Second) // AcquireTimeout
+	h.clk.Advance(2 * time.Second) // AcquireTimeout
 	r = h.result(timed)
 	if !errors.As(r.err, &we) || !errors.Is(r.err, ErrAcquireTimeout) || !errors.Is(r.err, boom) || !we.Timeout() {
 		t.Fatalf("timed-out Take = %v, want a *WaitError with ErrAcquireTimeout and the last failure", r.err)
@@ -285,7 +286,7 @@ func TestOneAttemptInFlightWhileFailing(t *testing.T) {
 	h.failOnce(errors.New("connection refused"))
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, nil })
-	h.clk.Move(time.Second) // the gate opens: the first caller's creation is the probe
+	h.clk.Advance(time.Second) // the gate opens: the first caller's creation is the probe
 	h.ev.wait(t, "retry", 1)
 	var results []chan takeResult
 	for range 6 {
@@ -344,7 +345,7 @@ func TestRetryAfterErrorFailsTheWaitersAndHoldsCreations(t *testing.T) {
 	if h.f.attempts.Load() != attempts {
 		t.Fatal("an attempt was made before the retry time")
 	}
-	h.clk.Move(5 * time.Second)
+	h.clk.Advance(5 * time.Second)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take())
 }
@@ -392,10 +393,10 @@ func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 		t.Fatalf("%d lines for %d failures over about %d s, want 2 to 4:\n%s", lines, failures, failures, h.log.String())
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(10 * time.Second)
+	h.clk.Advance(10 * time.Second)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take())
-	h.clk.Advance(t, time.Second) // a tick reports what no line has
+	h.clk.Tick(t, time.Second) // a tick reports what no line has
 	var counted int
 	for line := range strings.Lines(h.log.String()) {
 		var n int
@@ -432,7 +433,7 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 			t.Fatalf("cycle %d: Take = %v, want a *CreateError with the next attempt's time", i, err)
 		}
 		h.f.set(func(f *fakeFactory) { f.createErr = nil })
-		h.clk.Move(ce.RetryAt.Sub(h.clk.Now()))
+		h.clk.Advance(ce.RetryAt.Sub(h.clk.Now()))
 		hd, err := h.p.Take(context.Background())
 		if err != nil {
 			t.Fatalf("cycle %d: Take at the retry time = %v, want the attempt's object", i, err)
@@ -443,16 +444,44 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 	}
 }
 
+// So is the gate held by an error carrying a retry time (a breaker's
+// rejection): a caller that comes at that time, before the actor has
+// handled its timer, waits for the attempt the timer starts, and is not
+// failed at once with the rejection and a retry time already past.
+// integration/sqldriver TestNativePgxThroughTheGuard met it: it waited for
+// the breaker's half-open time, and its Take failed fast naming that time.
+func TestCallerAtTheRejectionsRetryTimeGetsTheAttempt(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(200 * time.Millisecond)}
+	h.f.set(func(f *fakeFactory) { f.createErr = rejected })
+	if _, err := h.p.Take(context.Background()); !errors.Is(err, rejected) {
+		t.Fatalf("Take = %v, want the rejection", err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.moveLate(200 * time.Millisecond)
+	r := h.takeAsync(context.Background())
+	waitUntil(t, "the Take waits or fails", func() bool { return !pending(r) || h.p.Stats().Waiting == 1 && blockedInTake(1) })
+	if !pending(r) {
+		t.Fatalf("Take at the retry time = %v, want it to wait for the attempt", h.result(r).err)
+	}
+	h.clk.fireLate()
+	res := h.result(r)
+	if res.err != nil {
+		t.Fatalf("Take at the retry time = %v, want the attempt's object", res.err)
+	}
+	h.giveBack(res.h)
+}
+
 // A recovery that comes before a line may be logged is reported by the
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
 	h.failEverySecond(3) // the first failure at Debug (its caller has it), the second at once (the run persists), the third is not
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	h.ev.wait(t, "retry", 1)
-	h.giveBack(h.take())             // recovered within the log interval: no line yet
-	h.clk.Advance(t, 10*time.Second) // the tick reports it
+	h.giveBack(h.take())          // recovered within the log interval: no line yet
+	h.clk.Tick(t, 10*time.Second) // the tick reports it
 	h.ev.wait(t, "tick", 1)
 	lines := strings.Split(strings.TrimSpace(h.log.String()), "\n")
 	last := lines[len(lines)-1]
@@ -480,7 +509,7 @@ func (h *harness) failEverySecond(n int) {
 func (h *harness) failAgain() {
 	h.t.Helper()
 	h.heldBack()
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	h.ev.wait(h.t, "retry", 1)
 	if _, err := h.p.Take(context.Background()); err == nil {
 		h.t.Fatal("Take succeeded on a failing factory")

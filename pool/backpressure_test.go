@@ -121,7 +121,7 @@ func TestBackPressureGrowsBackOneProbeAtATime(t *testing.T) {
 	}
 	h.ev.wait(t, "created", 4+int(burst))
 	for i := range 5 { // a full server: one refused probe a second
-		h.clk.Move(time.Second)
+		h.clk.Advance(time.Second)
 		h.ev.wait(t, "retry", 1)
 		h.ev.wait(t, "created", 1)
 		if n := srv.refused.Load(); n != burst+int64(i+1) {
@@ -132,7 +132,7 @@ func TestBackPressureGrowsBackOneProbeAtATime(t *testing.T) {
 		}
 	}
 	srv.setLimit(6) // room for two more
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	for range 2 {
 		r := h.result(queued)
 		if r.err != nil {
@@ -193,12 +193,15 @@ func TestBackPressureWithNothingAlive(t *testing.T) {
 	if _, err := h.p.Take(h.withDeadline(time.Hour)); !errors.As(err, &ce) || !ce.FailedFast {
 		t.Fatalf("Take before the next attempt = %v, want the refusal, failed fast (nothing alive to wait for)", err)
 	}
-	h.clk.Move(2 * time.Second)
+	h.clk.Advance(2 * time.Second)
 	h.ev.wait(t, "retry", 1)
 	r := h.result(h.takeAsync(h.withDeadline(time.Hour)))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	// The caller may have its object before the actor has published the
+	// effective size (after handling the creation).
+	h.ev.wait(t, "created", 1)
 	if s := h.p.Stats(); s.EffectiveMaxObjects != 1 {
 		t.Fatalf("effective max %d, want 1: it grows back from what is alive", s.EffectiveMaxObjects)
 	}

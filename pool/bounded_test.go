@@ -51,9 +51,9 @@ func TestTestTimeoutIsEnforcedOnATestDeafToItsContext(t *testing.T) {
 	h.giveBack(h.take())
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.testGate, f.deafToCtx = gate, true })
-	h.clk.Advance(t, time.Second)
-	h.clk.Advance(t, time.Second) // idle through a whole interval: tested
-	h.ev.wait(t, "tested", 1)     // given up on
+	h.clk.Tick(t, time.Second)
+	h.clk.Tick(t, time.Second) // idle through a whole interval: tested
+	h.ev.wait(t, "tested", 1)  // given up on
 	if s := h.p.Stats(); s.Total != 1 || s.Testing != 1 {
 		t.Fatalf("stats %+v; want the object under test counted (Total 1, Testing 1)", s)
 	}

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 )
 
 // The budget of a Keyed.
@@ -75,7 +78,7 @@ type budget[T any] struct {
 	// Immutable.
 	max, maxQueue int
 	interval      time.Duration
-	clk           Clock
+	clk           clock.Clock
 	sysClock      bool
 	hook          func(string) // tests only: called after each event is handled
 	forget        func(*Pool[T])
@@ -103,7 +106,7 @@ type budget[T any] struct {
 	tries        int  // claims with try
 	freed        bool // a slot was freed since the last settle: refill every key
 	gatesChanged bool // a key's gate was held or released: arm gateTimer again
-	gateTimer    Timer
+	gateTimer    clock.Timer
 	gateC        <-chan time.Time
 	gateAt       int64
 	closingAll   bool
@@ -120,13 +123,12 @@ type budget[T any] struct {
 
 // newBudget makes the budget of a Keyed configured by cfg, with defaults.
 func newBudget[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) *budget[T] {
-	_, sys := cfg.Clock.(SystemClock)
 	return &budget[T]{
 		max:          cfg.MaxObjects,
 		maxQueue:     cfg.MaxQueueSize,
 		interval:     cfg.ValidationInterval,
 		clk:          cfg.Clock,
-		sysClock:     sys,
+		sysClock:     resil.IsSystem(cfg.Clock),
 		hook:         hook,
 		mailbox:      make(chan message[T], mailboxSize),
 		keyClosed:    make(chan struct{}, 1),

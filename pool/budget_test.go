@@ -72,7 +72,7 @@ func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
 	waitUntil(t, "b backs off", func() bool { return h.k.Stats().Keys["b"].NextCreateAttempt.After(h.clk.Now()) })
 	c1 := h.take("c") // the failed creation's slot: the budget is spent again
 	bf.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(pb.Config().CreateBackoff.Max)
+	h.clk.Advance(pb.Config().CreateBackoff.Max)
 	h.ev.wait(t, "retry", 1) // b's caller claims the budget again
 	h.giveBack(c1)           // yielded to it
 	hw := h.served(w)
@@ -111,12 +111,15 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3, MaxQueueSize: 10})
 	h.add("x", Config{MaxObjects: 2, Overload: OverloadConfig{Policy: OverloadDeadline}})
 	h.add("z", Config{})
-	// x's objects are held 100ms (as in overloadHarness).
+	// x's objects are held 100ms (as in overloadHarness), as many times as
+	// the policy needs to judge.
 	x1, x2 := h.take("x"), h.take("x")
-	w := h.queued("x", 1)
-	h.clk.Move(100 * time.Millisecond)
-	h.giveBack(x1)
-	x1 = h.served(w)
+	for range holdWeight {
+		w := h.queued("x", 1)
+		h.clk.Advance(100 * time.Millisecond)
+		h.giveBack(x1)
+		x1 = h.served(w)
+	}
 	if hold := h.k.Pool("x").Stats().MeanHold; hold != 100*time.Millisecond {
 		t.Fatalf("x's MeanHold = %v, want the 100ms measured", hold)
 	}
@@ -126,7 +129,7 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 	waitUntil(t, "x's third caller queues", func() bool { return h.k.Pool("x").Stats().Queued == 3 && blockedInTake(3) })
 	zc := h.claim("z", 1) // x holds 2, z 1: x's give-backs stay x's
 
-	h.clk.Move(250 * time.Millisecond) // late has 50ms left
+	h.clk.Advance(250 * time.Millisecond) // late has 50ms left
 	h.giveBack(x1)
 	h.giveBack(x2)
 	r1, r2 := h.served(q1), h.served(q2)

@@ -3,52 +3,11 @@ package pool
 import (
 	"sync"
 	"time"
+
+	"github.com/respool/respool/clock"
 )
 
-// Clock is the pool's source of time. Tests inject a clock they move by hand.
-type Clock interface {
-	Now() time.Time
-	// NewTicker returns a ticker that fires every d.
-	NewTicker(d time.Duration) Ticker
-	// NewTimer returns a timer that fires once, after d.
-	NewTimer(d time.Duration) Timer
-}
-
-// Ticker is the part of *time.Ticker the pool uses.
-type Ticker interface {
-	C() <-chan time.Time
-	Stop()
-}
-
-// Timer is the part of *time.Timer the pool uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
-
-// SystemClock is the Clock of the time package.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// NewTicker returns a time.Ticker.
-func (SystemClock) NewTicker(d time.Duration) Ticker { return systemTicker{time.NewTicker(d)} }
-
-// NewTimer returns a time.Timer.
-func (SystemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
-
-type systemTicker struct{ t *time.Ticker }
-
-func (t systemTicker) C() <-chan time.Time { return t.t.C }
-func (t systemTicker) Stop()               { t.t.Stop() }
-
-type systemTimer struct{ t *time.Timer }
-
-func (t systemTimer) C() <-chan time.Time { return t.t.C }
-func (t systemTimer) Stop() bool          { return t.t.Stop() }
-
-// timers recycles the *time.Timer of SystemClock waits, so that a bounded
+// timers recycles the *time.Timer of the system clock's waits, so that a bounded
 // wait allocates nothing (since Go 1.23 a stopped timer's channel holds no
 // stale value, so Reset is safe).
 var timers = sync.Pool{New: func() any {
@@ -57,34 +16,60 @@ var timers = sync.Pool{New: func() any {
 	return t
 }}
 
-// startTimer starts a timer of d on the pool's clock; stop it with the
-// returned function.
-func (p *Pool[T]) startTimer(d time.Duration) (c <-chan time.Time, stop func()) {
+// waitTimer is the timer of a bounded wait on the pool's clock: a recycled
+// *time.Timer on the system clock, so that starting and stopping it
+// allocates nothing, or else a Timer of the pool's Clock. The zero value is
+// no timer: its C is nil and stop does nothing.
+type waitTimer struct {
+	sys   *time.Timer
+	other clock.Timer
+}
+
+// startTimer starts a timer of d on the pool's clock; stop it with stop.
+func (p *Pool[T]) startTimer(d time.Duration) waitTimer {
 	if !p.sysClock {
-		t := p.cfg.Clock.NewTimer(d)
-		return t.C(), func() { t.Stop() }
+		return waitTimer{other: p.cfg.Clock.NewTimer(d)}
 	}
 	t := timers.Get().(*time.Timer)
 	t.Reset(d)
-	return t.C, func() {
-		t.Stop()
-		timers.Put(t)
+	return waitTimer{sys: t}
+}
+
+// C is the channel on which the timer fires.
+func (w waitTimer) C() <-chan time.Time {
+	switch {
+	case w.sys != nil:
+		return w.sys.C
+	case w.other != nil:
+		return w.other.C()
+	}
+	return nil
+}
+
+// stop stops the timer and recycles a system one.
+func (w waitTimer) stop() {
+	switch {
+	case w.sys != nil:
+		w.sys.Stop()
+		timers.Put(w.sys)
+	case w.other != nil:
+		w.other.Stop()
 	}
 }
 
-// monoEpoch is the reference of clock's readings with SystemClock.
+// monoEpoch is the reference of clock's readings with the system clock.
 var monoEpoch = time.Now()
 
 // clock reads the pool's time, in nanoseconds, on which everything is
 // measured: waits, hold times, lifetimes, idle times (the actor's ticks store
 // a reading in Pool.now, the coarse clock that give-backs read for free).
-// With SystemClock it is time.Since of a fixed time, which reads only the
+// With clock.System() it is time.Since of a fixed time, which reads only the
 // monotonic clock (time.Now reads the wall clock too): about 25 ns, a third
 // of time.Now's cost. Otherwise it is Clock.Now in Unix nanoseconds.
 func (p *Pool[T]) clock() int64 { return readClock(p.sysClock, p.cfg.Clock) }
 
-// readClock is clock for a Clock c, which is SystemClock when sys is set.
-func readClock(sys bool, c Clock) int64 {
+// readClock is clock for a Clock c, which is clock.System() when sys is set.
+func readClock(sys bool, c clock.Clock) int64 {
 	if sys {
 		return int64(time.Since(monoEpoch))
 	}
@@ -92,7 +77,7 @@ func readClock(sys bool, c Clock) int64 {
 }
 
 // clockOf converts t to a reading of the pool's clock (see clock). With
-// SystemClock it uses t's monotonic reading when it has one, as the
+// the system clock it uses t's monotonic reading when it has one, as the
 // deadlines of context.WithTimeout do.
 func (p *Pool[T]) clockOf(t time.Time) int64 {
 	if p.sysClock {

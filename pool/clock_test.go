@@ -1,11 +1,15 @@
 package pool
 
 import (
+	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/leak"
 )
 
@@ -15,9 +19,9 @@ func TestShortHoldsAreNeverReportedHeldTooLong(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, ValidationInterval: 300 * time.Millisecond,
 		Leak: leak.Config{HoldThreshold: 50 * time.Millisecond}})
 	for range 20 {
-		h.clk.Move(290 * time.Millisecond) // just before the next tick
+		h.clk.Advance(290 * time.Millisecond) // just before the next tick
 		a := h.take()
-		h.clk.Advance(t, 10*time.Millisecond) // a tick while a is held for 10ms
+		h.clk.Tick(t, 10*time.Millisecond) // a tick while a is held for 10ms
 		h.ev.wait(t, "tick", 1)
 		h.giveBack(a)
 	}
@@ -27,12 +31,12 @@ func TestShortHoldsAreNeverReportedHeldTooLong(t *testing.T) {
 	// A hold past the threshold is reported at the first tick after it,
 	// with its true length.
 	a := h.take()
-	h.clk.Advance(t, 40*time.Millisecond)
+	h.clk.Tick(t, 40*time.Millisecond)
 	h.ev.wait(t, "tick", 1)
 	if n := h.p.Stats().HeldTooLong; n != 0 {
 		t.Fatalf("a 40ms hold reported")
 	}
-	h.clk.Advance(t, 20*time.Millisecond)
+	h.clk.Tick(t, 20*time.Millisecond)
 	h.ev.wait(t, "tick", 1)
 	if n := h.p.Stats().HeldTooLong; n != 1 || !strings.Contains(h.log.String(), "held=60ms") {
 		t.Fatalf("HeldTooLong = %d, log %q; want one report saying held=60ms", n, h.log)
@@ -46,7 +50,7 @@ func TestTakeNeverHandsOutAnObjectPastItsLifetime(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, MaxLifetime: time.Second}) // ValidationInterval 30s
 	a := h.take()
 	h.giveBack(a)
-	h.clk.Move(time.Second) // no tick
+	h.clk.Advance(time.Second) // no tick
 	b := h.take()
 	if b.Value() == a.Value() {
 		t.Fatal("Take handed out an object 1s old, MaxLifetime 1s")
@@ -75,7 +79,7 @@ func TestLifetimeJitterTakesEffectBetweenTicks(t *testing.T) {
 	if expired == 0 || expired == n {
 		t.Skipf("jitter put all %d lifetimes on one side of 15s; nothing to see", n)
 	}
-	h.clk.Move(15 * time.Second) // between ticks
+	h.clk.Advance(15 * time.Second) // between ticks
 	hs = hs[:0]
 	for range n {
 		hs = append(hs, h.take())
@@ -107,7 +111,7 @@ func TestValidateRefusesAnIdleLimitShorterThanTheInterval(t *testing.T) {
 // object created long after a tick is not born expired.
 func TestLifetimeStartsAtTheCreation(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, MaxLifetime: time.Second}) // ValidationInterval 30s
-	h.clk.Move(20 * time.Second)                                        // no tick: the coarse clock stays behind
+	h.clk.Advance(20 * time.Second)                                     // no tick: the coarse clock stays behind
 	a := h.take()
 	h.giveBack(a)
 	b := h.take()
@@ -115,4 +119,95 @@ func TestLifetimeStartsAtTheCreation(t *testing.T) {
 		t.Fatal("a new object was destroyed as expired")
 	}
 	h.giveBack(b)
+}
+
+// A pool on the system clock, named (clock.System()) or left nil, takes the
+// fast path: it reads only the monotonic clock and recycles the timers of
+// its bounded waits, so that neither allocates. Any other Clock is read
+// through its interface.
+func TestSystemClockTakesTheFastPath(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		clk  clock.Clock
+		fast bool
+	}{
+		{"nil", nil, true},
+		{"clock.System()", clock.System(), true},
+		{"clocktest", clocktest.New(time.Time{}), false},
+	} {
+		p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, Clock: c.clk, Leak: leak.Config{Disabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.sysClock != c.fast {
+			t.Errorf("%s: fast path %v; want %v", c.name, p.sysClock, c.fast)
+		}
+		if c.fast && !raceEnabled {
+			allocs := testing.AllocsPerRun(100, func() {
+				_ = p.clock()
+				tm := p.startTimer(time.Hour) // the timer of a bounded wait
+				tm.stop()
+			})
+			if allocs != 0 {
+				t.Errorf("%s: a bounded wait's clock and timer allocate %v times; want 0", c.name, allocs)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("%s: Close: %v", c.name, err)
+		}
+		cancel()
+	}
+}
+
+// A Take that waits for a give-back, bounded by AcquireTimeout and by its
+// context's deadline, allocates nothing on the system clock (leak tracking
+// off): the wait's timer is recycled and its clock readings are monotonic.
+func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
+	p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, AcquireTimeout: time.Hour,
+		Clock: clock.System(), Leak: leak.Config{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	h, err := p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, done := make(chan Handle[*fakeObj]), make(chan error)
+	go func() { // gives h back once the Take waits for it
+		var err error
+		for h := range back {
+			for p.queued.Load() == 0 {
+				runtime.Gosched()
+			}
+			if e := p.GiveBack(h); err == nil {
+				err = e
+			}
+		}
+		done <- err
+	}()
+	allocs := testing.AllocsPerRun(50, func() {
+		back <- h
+		if h, err = p.Take(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	close(back)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.GiveBack(h); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Creates != 1 || s.Waits < 50 {
+		t.Fatalf("stats %+v; want 1 creation and every Take waiting", s)
+	}
+	if allocs != 0 && !raceEnabled {
+		t.Errorf("a bounded wait allocates %v times; want 0", allocs)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

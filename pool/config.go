@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/leak"
 )
 
@@ -137,8 +138,8 @@ type Config struct {
 	// Leak configures leak tracking. The zero value tracks lost handles
 	// through the garbage collector, without stacks.
 	Leak leak.Config
-	// Clock is the source of time. Nil means SystemClock.
-	Clock Clock
+	// Clock is the source of time. Nil means clock.System().
+	Clock clock.Clock
 	// Logger receives the pool's events (see EventKind for each one's
 	// level, and the Attr constants for the attribute names). Nil means
 	// slog.Default().
@@ -272,7 +273,7 @@ func (c Config) withDefaults() Config {
 		c.Overload.Interval = max(DefaultCoDelInterval, c.Overload.Target)
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -336,7 +337,10 @@ const (
 	// OverloadDeadline (the default) keeps FIFO order and fails fast the
 	// callers that cannot be served in time. The pool measures how long
 	// objects are held while callers wait (a clock read by the waiting
-	// callers only, never on the fast path). Once at least as many callers
+	// callers only, never on the fast path); it judges nobody before it
+	// has measured 8 holds, and averages those evenly (the first holds of
+	// a pool, those of its start, are often many times the steady ones).
+	// Once at least as many callers
 	// wait for a give-back as there are objects in use, a caller about to
 	// join them, with k ahead of it and n objects in use held for h on
 	// average, expects to be served after (k+1)·h/n and then to need its

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/respool/respool/clock"
 )
 
 // The creation gate: what the actor does when creations fail.
@@ -50,7 +52,7 @@ type createGate struct {
 	// gate failed as for any error; the next success sets limit to the
 	// objects alive, from which it grows a probe at a time.
 	growFromAlive bool
-	timer         Timer
+	timer         clock.Timer
 	timerC        <-chan time.Time // timer's channel while held
 
 	// Logging (see logFailure): lineAt is the clock of the last line at

@@ -121,7 +121,7 @@ func TestLeakAndHeldTooLongEvents(t *testing.T) {
 	if e := got.of(EventLeak)[0]; !strings.Contains(e.TakenAt, "pool.takeAndLose") || e.Pool != "orders" {
 		t.Fatalf("leak event = %+v, want the taker's stack", e)
 	}
-	h.clk.Advance(t, 2*time.Minute)
+	h.clk.Tick(t, 2*time.Minute)
 	h.ev.wait(t, "tick", 1)
 	if e := got.of(EventHeldTooLong)[0]; e.Threshold != time.Minute || e.Held < time.Minute || !strings.Contains(e.TakenAt, "TestLeakAndHeldTooLongEvents") {
 		t.Fatalf("held event = %+v", e)

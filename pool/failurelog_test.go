@@ -56,7 +56,7 @@ func TestCreateFailureTheCallerGetsIsNotLoggedAtWarn(t *testing.T) {
 	}
 
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Move(10 * time.Second)
+	h.clk.Advance(10 * time.Second)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take())
 	if i := linesAt(log, "INFO"); len(i) != 1 || !strings.Contains(i[0], `msg="create recovered"`) {
@@ -72,10 +72,10 @@ func TestShortFailureRunTheCallersGotStaysAtDebug(t *testing.T) {
 	h.failEverySecond(1)
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.heldBack()
-	h.clk.Move(time.Second)
+	h.clk.Advance(time.Second)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take())
-	h.clk.Advance(t, 30*time.Second) // ticks
+	h.clk.Tick(t, 30*time.Second) // ticks
 	for _, level := range []string{"INFO", "WARN", "ERROR"} {
 		if l := linesAt(log, level); len(l) != 0 {
 			t.Errorf("%s lines %q; want none", level, l)
@@ -91,7 +91,7 @@ func TestShortFailureRunTheCallersGotStaysAtDebug(t *testing.T) {
 func TestCreateFailureNobodyGetsIsLoggedAtWarn(t *testing.T) {
 	h, log := newLoggedHarness(t, Config{MaxObjects: 2, MinIdle: 1, CreateBackoff: slowBackoff})
 	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	h.clk.Advance(t, DefaultValidationInterval) // the tick refills
+	h.clk.Tick(t, DefaultValidationInterval) // the tick refills
 	waitUntil(t, "the refill failed", func() bool { return len(linesAt(log, "WARN")) > 0 || h.p.Stats().CreateFailures > 0 })
 	waitUntil(t, "its line", func() bool { return len(linesAt(log, "WARN")) == 1 })
 	if w := linesAt(log, "WARN"); !strings.Contains(w[0], `msg="create failed"`) {

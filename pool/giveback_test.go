@@ -69,7 +69,7 @@ func TestStatsCountWaitsInTheHistogram(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1})
 	a := h.take()
 	w := h.waiting(context.Background(), 1)
-	h.clk.Advance(t, 3*time.Millisecond)
+	h.clk.Tick(t, 3*time.Millisecond)
 	h.giveBack(a)
 	r := <-w
 	h.giveBack(r.h)

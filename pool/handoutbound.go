@@ -18,7 +18,7 @@ type sharedBound struct {
 // handOutBound returns ctx, which cannot end, with a deadline between half a
 // TestTimeout and a TestTimeout from now, keeping ctx's values. The
 // deadline is real time (context.WithTimeout), so it is read on the real
-// monotonic clock (as SystemClock's readings are, see clock), not the
+// monotonic clock (as the system clock's readings are, see clock), not the
 // pool's Clock.
 func (p *Pool[T]) handOutBound(ctx context.Context) context.Context {
 	now := time.Since(monoEpoch)

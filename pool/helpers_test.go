@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/factory"
 )
 
@@ -118,70 +120,52 @@ func (f *fakeFactory) set(fn func(f *fakeFactory)) {
 	fn(f)
 }
 
-// fakeClock is moved by hand. Its ticker channel is unbuffered, so Advance
-// returns once the actor has received the tick. Its timers fire when the
-// clock is moved past them.
+// fakeClock is a clocktest.Clock whose ticker the test drives: Advance
+// (clocktest's) moves time and fires the timers due, without a tick; Tick
+// moves it and delivers one tick, whatever the interval, and returns once
+// the actor has received it (its ticker channel is unbuffered).
 type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	c      chan time.Time
-	timers []*fakeTimer
+	*clocktest.Clock
+	tick chan time.Time
+	late atomic.Int64 // see moveLate
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), c: make(chan time.Time)}
+	return &fakeClock{Clock: clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), tick: make(chan time.Time)}
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func (c *fakeClock) NewTicker(time.Duration) clock.Ticker { return fakeTicker{c.tick} }
 
-func (c *fakeClock) NewTicker(time.Duration) Ticker { return fakeTicker{c.c} }
+// Now is clocktest's time, moved on by moveLate.
+func (c *fakeClock) Now() time.Time { return c.Clock.Now().Add(time.Duration(c.late.Load())) }
 
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{clk: c, when: c.now.Add(d), c: make(chan time.Time, 1)}
-	c.timers = append(c.timers, t)
-	return t
-}
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// pendingTimers is the number of timers started and neither fired nor
-// stopped.
-func (c *fakeClock) pendingTimers() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
+// moveLate moves time on by d without firing the timers due, as timers
+// whose goroutines have not run yet; fireLate fires them.
+func (c *fakeClock) moveLate(d time.Duration) { c.late.Add(int64(d)) }
 
-// Move moves time on by d, firing the timers due, without a tick.
-func (c *fakeClock) Move(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if t.when.After(c.now) {
-			kept = append(kept, t)
-			continue
-		}
-		t.c <- c.now
-	}
-	clear(c.timers[len(kept):])
-	c.timers = kept
-	return c.now
-}
+// fireLate fires the timers that moveLate left due.
+func (c *fakeClock) fireLate() { c.Clock.Advance(time.Duration(c.late.Swap(0))) }
 
-// Advance moves time on by d (see Move) and delivers one tick to the actor.
-func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
+// Tick moves time on by d (see Advance) and delivers one tick to the actor.
+func (c *fakeClock) Tick(t *testing.T, d time.Duration) {
 	t.Helper()
-	now := c.Move(d)
+	c.Advance(d)
 	select {
-	case c.c <- now:
+	case c.tick <- c.Now():
 	case <-time.After(5 * time.Second):
 		t.Fatal("actor did not take the tick")
+	}
+}
+
+// waitTimers waits until n timers are pending: a wait has started.
+func (c *fakeClock) waitTimers(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.WaitTimers(ctx, n); err != nil {
+		t.Fatalf("waiting for %d timers: %v", n, err)
 	}
 }
 
@@ -189,26 +173,6 @@ type fakeTicker struct{ c chan time.Time }
 
 func (t fakeTicker) C() <-chan time.Time { return t.c }
 func (fakeTicker) Stop()                 {}
-
-type fakeTimer struct {
-	clk  *fakeClock
-	when time.Time
-	c    chan time.Time
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.c }
-
-func (t *fakeTimer) Stop() bool {
-	t.clk.mu.Lock()
-	defer t.clk.mu.Unlock()
-	for i, x := range t.clk.timers {
-		if x == t {
-			t.clk.timers = append(t.clk.timers[:i], t.clk.timers[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
 
 // events records what the actor handled, for tests to wait on.
 type events struct{ ch chan string }
@@ -351,7 +315,7 @@ func (h *harness) heldBack() {
 func (h *harness) afterBackoff() {
 	h.t.Helper()
 	h.heldBack()
-	h.clk.Move(h.p.cfg.CreateBackoff.Max)
+	h.clk.Advance(h.p.cfg.CreateBackoff.Max)
 	h.ev.wait(h.t, "retry", 1)
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 )
@@ -130,8 +131,8 @@ type KeyedConfig[K comparable, T any] struct {
 	ValidationInterval time.Duration
 	// Leak is the leak tracking of the keys whose Config.Leak is zero.
 	Leak leak.Config
-	// Clock is the source of time of every key. Nil means SystemClock.
-	Clock Clock
+	// Clock is the source of time of every key. Nil means clock.System().
+	Clock clock.Clock
 	// Logger is the logger of the keys whose Config.Logger is nil. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -172,7 +173,7 @@ func (c KeyedConfig[K, T]) withDefaults() KeyedConfig[K, T] {
 		c.ValidationInterval = DefaultValidationInterval
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -291,7 +292,7 @@ func (k *Keyed[K, T]) keyConfig(key K, cfg Config) (Config, error) {
 
 // sameClock reports whether a and b are the same Clock, without panicking
 // on a Clock whose type cannot be compared.
-func sameClock(a, b Clock) bool {
+func sameClock(a, b clock.Clock) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/factory"
 )
 
@@ -184,7 +185,7 @@ func TestKeyedEvictsTheLeastRecentlyUsedIdleObject(t *testing.T) {
 	h.add("c", Config{})
 	a1, a2, b1, b2 := h.take("a"), h.take("a"), h.take("b"), h.take("b")
 	h.giveBack(b1) // idle longest
-	h.clk.Advance(t, time.Second)
+	h.clk.Tick(t, time.Second)
 	h.ev.wait(t, "tick", 1)
 	h.giveBack(a1)
 	h.giveBack(a2)
@@ -373,7 +374,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	if failing.attempts.Load() != attempts {
 		t.Fatal("a creation was attempted before the backoff ended")
 	}
-	h.clk.Move(h.k.Pool("down").Config().CreateBackoff.Max)
+	h.clk.Advance(h.k.Pool("down").Config().CreateBackoff.Max)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take("down"))
 	if s := h.k.Stats(); s.Keys["down"].Creates != 1 || s.Keys["down"].CreateFailuresInARow != 0 || s.CreateFailures != 1 {
@@ -398,7 +399,7 @@ func TestKeyedConfigErrors(t *testing.T) {
 		{"MaxObjects", Config{MaxObjects: 5}},
 		{"MaxQueueSize", Config{MaxQueueSize: 7}},
 		{"ValidationInterval", Config{ValidationInterval: time.Hour}},
-		{"Clock", Config{Clock: SystemClock{}}},
+		{"Clock", Config{Clock: clock.System()}},
 		{"MinIdle", Config{MinIdle: 5}},
 		{"MaxLifetime", Config{MaxLifetime: -1}},
 	} {

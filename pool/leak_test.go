@@ -60,13 +60,13 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second, Name: "orders",
 		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
 	a := h.take()
-	h.clk.Advance(t, 30*time.Second)
+	h.clk.Tick(t, 30*time.Second)
 	h.ev.wait(t, "tick", 1)
 	if h.p.Stats().HeldTooLong != 0 {
 		t.Fatal("reported after 30 s, threshold 1 m")
 	}
-	h.clk.Advance(t, 30*time.Second)
-	h.clk.Advance(t, 30*time.Second)
+	h.clk.Tick(t, 30*time.Second)
+	h.clk.Tick(t, 30*time.Second)
 	h.ev.wait(t, "tick", 2)
 	if n := h.p.Stats().HeldTooLong; n != 1 {
 		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
@@ -78,7 +78,7 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 	h.giveBack(a)
 	// A new take starts a new hold.
 	b := h.take()
-	h.clk.Advance(t, 2*time.Minute)
+	h.clk.Tick(t, 2*time.Minute)
 	h.ev.wait(t, "tick", 1)
 	if n := h.p.Stats().HeldTooLong; n != 2 {
 		t.Fatalf("held-too-long reports = %d, want 2 after a second long hold", n)

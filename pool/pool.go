@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/respool/respool/factory"
+	"github.com/respool/respool/internal/resil"
 )
 
 // Pool is a pool of objects of type T made by a factory.Factory. It is safe
 // for concurrent use.
 type Pool[T any] struct {
 	cfg      Config // with defaults; immutable
-	sysClock bool   // cfg.Clock is SystemClock
+	sysClock bool   // cfg.Clock is clock.System()
 	factory  factory.Factory[T]
 	validate func(T) error    // factory.Validate, or nil when every object is valid; immutable
 	hooks    factory.Hooks[T] // immutable
@@ -145,7 +146,7 @@ func buildPool[T any](f factory.Factory[T], cfg Config, b *budget[T]) (*Pool[T],
 	p.limit.Store(int64(cfg.MaxObjects))
 	p.idle.init(cfg.MaxObjects)
 	p.waitStats = make([]waitStats, len(p.idle.shards))
-	_, p.sysClock = cfg.Clock.(SystemClock)
+	p.sysClock = resil.IsSystem(cfg.Clock)
 	p.now.Store(p.clock())
 	p.baseCtx, p.cancelBase = context.WithCancel(context.Background())
 	if b != nil {

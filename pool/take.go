@@ -266,18 +266,16 @@ func (p *Pool[T]) takeSlow(ctx context.Context, slot *entry[T]) (Handle[T], erro
 		t.waitDeadline = t.deadline
 	}
 	if d := p.cfg.AcquireTimeout; d > 0 {
-		var stop func()
-		t.timeout, stop = p.startTimer(d)
-		defer stop()
+		tm := p.startTimer(d)
+		defer tm.stop()
+		t.timeout = tm.C()
 		if end := addSat(t.start, int64(d)); t.waitDeadline == 0 || end < t.waitDeadline {
 			t.waitDeadline = end
 		}
 	}
 	h, err := t.wait()
 	t.leave()
-	if t.stopShed != nil {
-		t.stopShed()
-	}
+	t.shedTimer.stop()
 	return h, err
 }
 
@@ -304,7 +302,7 @@ type taker[T any] struct {
 	ahead      int // callers queued before it when it joined them
 	shedAfter  time.Duration
 	shed       <-chan time.Time
-	stopShed   func()
+	shedTimer  waitTimer
 }
 
 func (t *taker[T]) wait() (Handle[T], error) {
@@ -430,7 +428,7 @@ func (t *taker[T]) ask() error {
 	}
 	if err := t.admit(int(n - 1)); err != nil {
 		t.unqueue()
-		p.counters.overloaded.Add(1)
+		p.refused()
 		return err
 	}
 	if p.total.Load() < p.capacity.Load() {

@@ -14,12 +14,12 @@ func TestTickDestroysObjectsIdlePastMaxIdleDownToMinIdle(t *testing.T) {
 	h.giveBack(a)
 	h.giveBack(b)
 	h.giveBack(c)
-	h.clk.Advance(t, 30*time.Second) // idle 30 s: kept, not yet tested
+	h.clk.Tick(t, 30*time.Second) // idle 30 s: kept, not yet tested
 	h.ev.wait(t, "tick", 1)
 	if s := h.p.Stats(); s.Idle != 3 {
 		t.Fatalf("idle = %d after 30 s, want 3", s.Idle)
 	}
-	h.clk.Advance(t, 31*time.Second) // idle 61 s > MaxIdle
+	h.clk.Tick(t, 31*time.Second) // idle 61 s > MaxIdle
 	h.ev.wait(t, "tick", 1)
 	h.ev.wait(t, "destroyed", 2)
 	s := h.p.Stats()
@@ -44,8 +44,8 @@ func TestTickTestsIdleObjectsAndDestroysFailures(t *testing.T) {
 			return nil
 		}
 	})
-	h.clk.Advance(t, time.Second)
-	h.clk.Advance(t, time.Second) // both idle through a whole interval now
+	h.clk.Tick(t, time.Second)
+	h.clk.Tick(t, time.Second) // both idle through a whole interval now
 	h.ev.wait(t, "tick", 2)
 	if s := h.p.Stats(); s.Testing != 2 || s.Idle != 0 {
 		t.Fatalf("stats = %+v, want both objects under test, none idle", s)
@@ -76,13 +76,13 @@ func TestTickDoesNotTestObjectsUsedSinceTheLastTick(t *testing.T) {
 		f.testFn = func(*fakeObj) error { tested <- struct{}{}; return nil }
 	})
 	h.giveBack(h.take())
-	h.clk.Advance(t, time.Second)
-	h.clk.Advance(t, time.Second)
+	h.clk.Tick(t, time.Second)
+	h.clk.Tick(t, time.Second)
 	h.ev.wait(t, "tick", 2)
 	<-tested // idle through the whole interval: tested
 	h.ev.wait(t, "tested", 1)
 	h.giveBack(h.take()) // used after that tick
-	h.clk.Advance(t, time.Second)
+	h.clk.Tick(t, time.Second)
 	h.ev.wait(t, "tick", 1)
 	select {
 	case <-tested:
@@ -95,8 +95,8 @@ func TestTestTimeoutDestroysTheObject(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: time.Second, TestTimeout: 10 * time.Millisecond})
 	h.giveBack(h.take())
 	h.f.set(func(f *fakeFactory) { f.testGate = make(chan struct{}) }) // never answers
-	h.clk.Advance(t, time.Second)
-	h.clk.Advance(t, time.Second)
+	h.clk.Tick(t, time.Second)
+	h.clk.Tick(t, time.Second)
 	h.ev.wait(t, "tested", 1)
 	// Destroyed by the actor, or by the test's goroutine when the pool gave
 	// up on the test first.
@@ -110,7 +110,7 @@ func TestLifetimeEndsOnGiveBackAndWhenIdle(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, MaxLifetime: time.Hour, ValidationInterval: time.Minute})
 	a, b := h.take(), h.take()
 	h.giveBack(b)
-	h.clk.Advance(t, time.Hour)
+	h.clk.Tick(t, time.Hour)
 	h.ev.wait(t, "tick", 1) // b, idle, expires here
 	h.giveBack(a)           // a expires on its way back
 	h.ev.wait(t, "destroyed", 2)
@@ -174,7 +174,7 @@ func TestSurplusObjectsIdleOutUnderLightLoad(t *testing.T) {
 		for range 10 {
 			h.giveBack(h.take())
 		}
-		h.clk.Advance(t, 20*time.Second)
+		h.clk.Tick(t, 20*time.Second)
 		h.ev.wait(t, "tick", 1)
 		// Tests started by the tick run in goroutines that need not have
 		// run before the next tick: wait for them, so that each tick sees
@@ -193,7 +193,7 @@ func TestMaxLifetimeOfMaxInt64MeansForever(t *testing.T) {
 	for range 5 {
 		h.giveBack(h.take())
 	}
-	h.clk.Advance(t, 24*time.Hour)
+	h.clk.Tick(t, 24*time.Hour)
 	h.ev.wait(t, "tick", 1)
 	h.giveBack(h.take())
 	if s := h.p.Stats(); s.Creates != 1 || s.Destroyed(DestroyLifetime) != 0 {

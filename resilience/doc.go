@@ -1,10 +1,11 @@
 // Package resilience holds what respool's resilience mechanisms share: the
-// Clock they read time from, the retry-after protocol by which a rejection
-// says when a retry can succeed, the Guard contract by which mechanisms are
-// stacked, the Events they emit and the ConfigError their Configs report.
+// retry-after protocol by which a rejection says when a retry can succeed,
+// the Guard contract by which mechanisms are stacked, the Events they emit
+// and the ConfigError their Configs report.
 //
 // Each mechanism lives in a package of its own under this one and imports
-// only this package, the standard library and golang.org/x/...:
+// only this package, package clock, respool's internal plumbing, the
+// standard library and golang.org/x/...:
 //
 //   - retry: attempts with delays (none, constant, linear, exponential,
 //     custom; capped; jittered) that honour a retry-after;
@@ -20,6 +21,7 @@
 // None of them knows anything about databases: what counts as a failure, or
 // as a server's "slow down for d", is a predicate the caller supplies.
 //
-// Time is injected: every mechanism reads its Config's Clock (System when
-// nil), and package clocktest has a virtual clock for tests.
+// Time is injected: every mechanism reads its Config's Clock (a clock.Clock;
+// clock.System() when nil), and package clock/clocktest has a virtual clock
+// for tests.
 package resilience

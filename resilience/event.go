@@ -60,13 +60,6 @@ type Event struct {
 // and must not call back into the mechanism. Success paths emit no event.
 type Listener func(Event)
 
-// Emit calls l with e unless l is nil.
-func (l Listener) Emit(e Event) {
-	if l != nil {
-		l(e)
-	}
-}
-
 // Attribute names of a logged Event; they are stable.
 const (
 	AttrMechanism = "mechanism"
@@ -134,7 +127,9 @@ func LogListener(l *slog.Logger) Listener {
 func Listeners(ls ...Listener) Listener {
 	return func(e Event) {
 		for _, l := range ls {
-			l.Emit(e)
+			if l != nil {
+				l(e)
+			}
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // Every rejection carries when a retry can succeed.
 func ExampleRetryAfter() {
 	now := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
-	err := resilience.Reject("breaker", "orders", errors.New("circuit open"), now, now.Add(30*time.Second))
+	err := &resilience.RejectedError{Mechanism: "breaker", Name: "orders", Reason: errors.New("circuit open"),
+		At: now, RetryAt: now.Add(30 * time.Second)}
 	at, ok := resilience.RetryAfter(fmt.Errorf("load orders: %w", err))
 	fmt.Println(at.Sub(now), ok, errors.Is(err, resilience.ErrRejected))
 	// Output: 30s true true

@@ -21,7 +21,7 @@ var errReason = errors.New("full")
 
 func TestRejectedErrorCarriesItsRetryAfter(t *testing.T) {
 	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	err := fmt.Errorf("query: %w", resilience.Reject("ratelimit", "api", errReason, at, at.Add(2*time.Second)))
+	err := fmt.Errorf("query: %w", &resilience.RejectedError{Mechanism: "ratelimit", Name: "api", Reason: errReason, At: at, RetryAt: at.Add(2 * time.Second)})
 	if !errors.Is(err, resilience.ErrRejected) || !errors.Is(err, errReason) {
 		t.Fatalf("%v should match ErrRejected and its reason", err)
 	}
@@ -32,7 +32,7 @@ func TestRejectedErrorCarriesItsRetryAfter(t *testing.T) {
 	if want := "ratelimit api: full (retry after 2s)"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("message %q lacks %q", err.Error(), want)
 	}
-	if _, ok := resilience.RetryAfter(resilience.Reject("breaker", "", errReason, at, time.Time{})); ok {
+	if _, ok := resilience.RetryAfter(&resilience.RejectedError{Mechanism: "breaker", Reason: errReason, At: at}); ok {
 		t.Fatal("a zero RetryAt is no retry-after")
 	}
 	if _, ok := resilience.RetryAfter(errReason); ok {
@@ -41,13 +41,9 @@ func TestRejectedErrorCarriesItsRetryAfter(t *testing.T) {
 }
 
 func TestConfigErrorNamesTheField(t *testing.T) {
-	err := resilience.Check(false, "bulkhead", "MaxConcurrent", -1, "a count >= 0")
-	want := "bulkhead: Config.MaxConcurrent = -1: want a count >= 0"
-	if err == nil || err.Error() != want {
+	err := &resilience.ConfigError{Mechanism: "bulkhead", Field: "MaxConcurrent", Value: -1, Accepted: "a count >= 0"}
+	if want := "bulkhead: Config.MaxConcurrent = -1: want a count >= 0"; err.Error() != want {
 		t.Fatalf("%v; want %q", err, want)
-	}
-	if resilience.Check(true, "x", "y", 0, "z") != nil {
-		t.Fatal("a passing check returned an error")
 	}
 }
 
@@ -101,17 +97,4 @@ func TestListenersFanOut(t *testing.T) {
 	if resilience.EventKind(0).String() != "unknown" || resilience.EventPaused.String() != "paused" {
 		t.Fatal("EventKind names")
 	}
-}
-
-func TestSystemClock(t *testing.T) {
-	if !resilience.IsSystem(resilience.ClockOr(nil)) {
-		t.Fatal("ClockOr(nil) should be the system clock")
-	}
-	tm := resilience.System.NewTimer(time.Hour)
-	if !tm.Stop() {
-		t.Fatal("Stop of a pending timer should report true")
-	}
-	done := make(chan struct{})
-	resilience.System.AfterFunc(0, func() { close(done) })
-	<-done
 }

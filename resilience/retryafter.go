@@ -61,8 +61,3 @@ func (e *RejectedError) Unwrap() []error { return []error{e.Reason, ErrRejected}
 
 // RetryAfter returns RetryAt.
 func (e *RejectedError) RetryAfter() time.Time { return e.RetryAt }
-
-// Reject returns a RejectedError.
-func Reject(mechanism, name string, reason error, at, retryAt time.Time) *RejectedError {
-	return &RejectedError{Mechanism: mechanism, Name: name, Reason: reason, At: at, RetryAt: retryAt}
-}

@@ -19,12 +19,12 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	respoolprom "github.com/respool/respool/metrics/prometheus"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/pause"
 )
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -177,8 +178,8 @@ func (b *Breaker) halfOpenRetryAtLocked(now int64) time.Time {
 
 func (b *Breaker) rejectLocked(now int64, reason error, retryAt time.Time) error {
 	b.rejected.Add(1)
-	err := resilience.Reject(mechanism, b.c.Name, reason, b.time(now), retryAt)
-	b.c.Listener.Emit(resilience.Event{Time: err.At, Mechanism: mechanism, Name: b.c.Name,
+	err := resil.Reject(mechanism, b.c.Name, reason, b.time(now), retryAt)
+	resil.Emit(b.c.Listener, resilience.Event{Time: err.At, Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventRejected, RetryAt: retryAt, Err: err})
 	return err
 }
@@ -269,7 +270,7 @@ func (b *Breaker) tripped(w word, now int64, t tally) {
 		return
 	}
 	if w.state() == MetricsOnly {
-		b.c.Listener.Emit(resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
+		resil.Emit(b.c.Listener, resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
 			Kind: resilience.EventThreshold, Err: thresholdError(t)})
 		b.win.Store(b.newWindow(w.gen()))
 		return
@@ -323,7 +324,7 @@ func (b *Breaker) toLocked(s State, now int64) {
 	if s == Open {
 		e.Delay, e.RetryAt = b.lastDelay, b.time(b.openUntil)
 	}
-	b.c.Listener.Emit(e)
+	resil.Emit(b.c.Listener, e)
 }
 
 // publishLocked starts the generation after from's, in state s: a state
@@ -378,7 +379,7 @@ func (b *Breaker) Reset() {
 	}
 	from := b.load()
 	b.publishLocked(from, Closed)
-	b.c.Listener.Emit(resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
+	resil.Emit(b.c.Listener, resilience.Event{Time: b.time(now), Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventReset, From: from.state().String(), To: Closed.String()})
 }
 

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/delay"
 )
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 )
@@ -83,8 +85,8 @@ type Config struct {
 	// requests exceed K times the accepts. Default 2; at least 1 (below 1
 	// it would reject calls that all succeed).
 	ThrottleK float64
-	// Clock is where time is read. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives state changes, rejections and threshold events.
 	Listener resilience.Listener
 	// Rand returns a uniform float in [0, 1) for the adaptive mode. Default
@@ -113,22 +115,22 @@ const mechanism = "breaker"
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resilience.Check(c.Mode <= Adaptive, mechanism, "Mode", c.Mode, "Threshold or Adaptive"),
-		resilience.Check(c.Window <= TimeWindow, mechanism, "Window", c.Window, "CountWindow or TimeWindow"),
-		resilience.Check(c.WindowSize >= 0, mechanism, "WindowSize", c.WindowSize, "a count >= 0 (0: 100)"),
-		resilience.Check(c.WindowDuration >= 0, mechanism, "WindowDuration", c.WindowDuration, "a duration >= 0 (0: 1m)"),
-		resilience.Check(c.WindowBuckets >= 0, mechanism, "WindowBuckets", c.WindowBuckets, "a count >= 0 (0: 10)"),
-		resilience.Check(c.MinimumCalls >= 0, mechanism, "MinimumCalls", c.MinimumCalls, "a count >= 0 (0: 100)"),
-		resilience.Check(c.FailureRate >= 0 && c.FailureRate <= 1, mechanism, "FailureRate", c.FailureRate, "a rate in (0, 1] (0: 0.5)"),
-		resilience.Check(c.SlowCallDuration >= 0, mechanism, "SlowCallDuration", c.SlowCallDuration, "a duration >= 0 (0: off)"),
-		resilience.Check(c.SlowCallRate >= 0 && c.SlowCallRate <= 1, mechanism, "SlowCallRate", c.SlowCallRate, "a rate in (0, 1] (0: 1)"),
-		resilience.Check(c.HalfOpenCalls >= 0, mechanism, "HalfOpenCalls", c.HalfOpenCalls, "a count >= 0 (0: 10)"),
-		resilience.Check(c.HalfOpenMaxWait >= 0, mechanism, "HalfOpenMaxWait", c.HalfOpenMaxWait, "a duration >= 0 (0: no limit)"),
-		c.OpenDelay.Validate(mechanism, "OpenDelay", delay.Constant, delay.Exponential),
-		resilience.Check(c.ThrottleK == 0 || c.ThrottleK >= 1, mechanism, "ThrottleK", c.ThrottleK,
+		resil.Check(c.Mode <= Adaptive, mechanism, "Mode", c.Mode, "Threshold or Adaptive"),
+		resil.Check(c.Window <= TimeWindow, mechanism, "Window", c.Window, "CountWindow or TimeWindow"),
+		resil.Check(c.WindowSize >= 0, mechanism, "WindowSize", c.WindowSize, "a count >= 0 (0: 100)"),
+		resil.Check(c.WindowDuration >= 0, mechanism, "WindowDuration", c.WindowDuration, "a duration >= 0 (0: 1m)"),
+		resil.Check(c.WindowBuckets >= 0, mechanism, "WindowBuckets", c.WindowBuckets, "a count >= 0 (0: 10)"),
+		resil.Check(c.MinimumCalls >= 0, mechanism, "MinimumCalls", c.MinimumCalls, "a count >= 0 (0: 100)"),
+		resil.Check(c.FailureRate >= 0 && c.FailureRate <= 1, mechanism, "FailureRate", c.FailureRate, "a rate in (0, 1] (0: 0.5)"),
+		resil.Check(c.SlowCallDuration >= 0, mechanism, "SlowCallDuration", c.SlowCallDuration, "a duration >= 0 (0: off)"),
+		resil.Check(c.SlowCallRate >= 0 && c.SlowCallRate <= 1, mechanism, "SlowCallRate", c.SlowCallRate, "a rate in (0, 1] (0: 1)"),
+		resil.Check(c.HalfOpenCalls >= 0, mechanism, "HalfOpenCalls", c.HalfOpenCalls, "a count >= 0 (0: 10)"),
+		resil.Check(c.HalfOpenMaxWait >= 0, mechanism, "HalfOpenMaxWait", c.HalfOpenMaxWait, "a duration >= 0 (0: no limit)"),
+		resil.CheckDelay(c.OpenDelay, mechanism, "OpenDelay", delay.Constant, delay.Exponential),
+		resil.Check(c.ThrottleK == 0 || c.ThrottleK >= 1, mechanism, "ThrottleK", c.ThrottleK,
 			"0 (meaning 2) or a factor >= 1 (below 1 it rejects calls that all succeed)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.WindowSize = cmp.Or(c.WindowSize, DefaultWindowSize)
@@ -139,7 +141,7 @@ func (c Config) validate() (Config, error) {
 		}
 	}
 	c.WindowBuckets = cmp.Or(c.WindowBuckets, DefaultWindowBuckets)
-	if err := resilience.Check(c.WindowDuration/time.Duration(c.WindowBuckets) > 0, mechanism, "WindowBuckets",
+	if err := resil.Check(c.WindowDuration/time.Duration(c.WindowBuckets) > 0, mechanism, "WindowBuckets",
 		c.WindowBuckets, "at most WindowDuration in nanoseconds"); err != nil {
 		return c, err
 	}
@@ -149,14 +151,14 @@ func (c Config) validate() (Config, error) {
 			c.MinimumCalls = min(c.MinimumCalls, c.WindowSize)
 		}
 	}
-	if err := resilience.Check(c.Window != CountWindow || c.Mode == Adaptive || c.MinimumCalls <= c.WindowSize,
+	if err := resil.Check(c.Window != CountWindow || c.Mode == Adaptive || c.MinimumCalls <= c.WindowSize,
 		mechanism, "MinimumCalls", c.MinimumCalls, fmt.Sprintf("at most WindowSize (%d) for a count window", c.WindowSize)); err != nil {
 		return c, err
 	}
 	c.FailureRate = cmp.Or(c.FailureRate, DefaultFailureRate)
 	c.SlowCallRate = cmp.Or(c.SlowCallRate, DefaultSlowCallRate)
 	c.HalfOpenCalls = cmp.Or(c.HalfOpenCalls, DefaultHalfOpenCalls)
-	c.OpenDelay = c.OpenDelay.Or(DefaultOpenDelay)
+	c.OpenDelay = resil.DelayOr(c.OpenDelay, DefaultOpenDelay)
 	if c.IsFailure == nil {
 		c.IsFailure = func(error) bool { return true }
 	}
@@ -164,6 +166,6 @@ func (c Config) validate() (Config, error) {
 		c.IsIgnored = func(err error) bool { return errors.Is(err, context.Canceled) }
 	}
 	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

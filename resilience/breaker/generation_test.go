@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/clock/clocktest"
 )
 
 var errStale = errors.New("down before the transition")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
@@ -106,7 +107,7 @@ func TestIgnoredAndInnerRejectionsAreNotRecorded(t *testing.T) {
 	notMine := errors.New("caller's mistake")
 	f := newFixture(t, breaker.Config{WindowSize: 2,
 		IsFailure: func(err error) bool { return !errors.Is(err, notMine) }})
-	inner := resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
+	inner := resil.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
 	f.calls(5, context.Canceled)
 	f.calls(5, inner)
 	if s := f.b.Stats(); s.Calls != 0 {
@@ -128,7 +129,7 @@ func TestHalfOpenInnerRejectionGivesThePermitBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.b.Exit(p, resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
+	f.b.Exit(p, resil.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
 	f.calls(1, nil)
 	f.want(breaker.Closed)
 }
@@ -235,7 +236,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 func TestAdaptiveIgnoresWhatItDoesNotRecord(t *testing.T) {
 	f := newFixture(t, breaker.Config{Mode: breaker.Adaptive, Rand: func() float64 { return 0 }})
 	f.calls(10, nil)
-	inner := resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
+	inner := resil.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{})
 	for range 100 {
 		if err := f.call(inner, 0); err != nil {
 			t.Fatalf("rejected: %v", err)

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/delay"
 )
 
@@ -44,7 +45,7 @@ func TestStressTransitionsAndTrials(t *testing.T) {
 				t.Fatal(err)
 			}
 			errDown := errors.New("down")
-			inner := resilience.Reject("ratelimit", "", errors.New("limited"), time.Time{}, time.Time{})
+			inner := resil.Reject("ratelimit", "", errors.New("limited"), time.Time{}, time.Time{})
 			stop := make(chan struct{})
 			var ticker sync.WaitGroup
 			ticker.Add(1)

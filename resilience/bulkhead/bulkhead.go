@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -25,8 +27,8 @@ type Config struct {
 	QueueSize int
 	// MaxWait is the longest a call waits for a slot. Default 10 seconds.
 	MaxWait time.Duration
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives EventRejected and EventQueued.
 	Listener resilience.Listener
 }
@@ -45,16 +47,16 @@ var ErrFull = errors.New("bulkhead full")
 
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resilience.Check(c.MaxConcurrent >= 0, mechanism, "MaxConcurrent", c.MaxConcurrent, "a count >= 0 (0: 25)"),
-		resilience.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
-		resilience.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
+		resil.Check(c.MaxConcurrent >= 0, mechanism, "MaxConcurrent", c.MaxConcurrent, "a count >= 0 (0: 25)"),
+		resil.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
+		resil.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }
 
@@ -125,7 +127,7 @@ func (b *Bulkhead) enterSlow(ctx context.Context) error {
 	b.grantLocked()
 	b.mu.Unlock()
 	b.queued.Add(1)
-	b.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
+	resil.Emit(b.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventQueued, Waiting: n})
 
 	t := b.c.Clock.NewTimer(b.c.MaxWait)
@@ -155,8 +157,8 @@ func (b *Bulkhead) enterSlow(ctx context.Context) error {
 
 func (b *Bulkhead) reject(now time.Time) error {
 	b.rejected.Add(1)
-	err := resilience.Reject(mechanism, b.c.Name, ErrFull, now, time.Time{})
-	b.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
+	err := resil.Reject(mechanism, b.c.Name, ErrFull, now, time.Time{})
+	resil.Emit(b.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: b.c.Name,
 		Kind: resilience.EventRejected, Err: err})
 	return err
 }

@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 )
 

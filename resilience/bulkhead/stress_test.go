@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 )
 

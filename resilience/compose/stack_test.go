@@ -10,10 +10,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/bulkhead"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/compose"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/fallback"
@@ -41,7 +42,7 @@ func (r *recorder) Enter(ctx context.Context) (resilience.Permit, error) {
 	if r.reject > 0 {
 		r.reject--
 		*r.log = append(*r.log, r.name+" rejects")
-		return resilience.Permit{}, resilience.Reject(r.name, "", errors.New("no"), time.Time{}, time.Time{})
+		return resilience.Permit{}, resil.Reject(r.name, "", errors.New("no"), time.Time{}, time.Time{})
 	}
 	*r.log = append(*r.log, "enter "+r.name)
 	return resilience.Permit{}, nil
@@ -154,7 +155,7 @@ func TestBreakerRejectionMakesRetryWaitUntilHalfOpen(t *testing.T) {
 	if next, _ := clk.Next(); !next.Equal(halfOpenAt) {
 		t.Fatalf("retry waits until %v; want the half-open time %v", next.Sub(start), halfOpenAt.Sub(start))
 	}
-	clk.Set(halfOpenAt)
+	clk.Advance(halfOpenAt.Sub(clk.Now()))
 	res := <-done
 	if res.v != 42 || res.err != nil {
 		t.Fatalf("got %v, %v", res.v, res.err)

@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"github.com/respool/respool/resilience"
 )
 
 // Kind is how the delay grows with the attempt number.
@@ -73,50 +71,6 @@ func Constants(d time.Duration) Strategy { return Strategy{Kind: Constant, Initi
 // Exponentials returns an Exponential strategy from initial, doubling, capped at max.
 func Exponentials(initial, max time.Duration) Strategy {
 	return Strategy{Kind: Exponential, Initial: initial, Multiplier: 2, Max: max}
-}
-
-// Or returns s, or def when s is the zero Kind.
-func (s Strategy) Or(def Strategy) Strategy {
-	if s.Kind == Default {
-		return def
-	}
-	return s
-}
-
-// Validate checks s as the value of field in mechanism's Config, allowing
-// only the given kinds (all when none are given).
-func (s Strategy) Validate(mechanism, field string, kinds ...Kind) error {
-	if len(kinds) > 0 && s.Kind != Default {
-		ok := false
-		for _, k := range kinds {
-			ok = ok || k == s.Kind
-		}
-		if err := resilience.Check(ok, mechanism, field+".Kind", s.Kind, "one of "+kindList(kinds)); err != nil {
-			return err
-		}
-	}
-	checks := []error{
-		resilience.Check(s.Kind <= Custom, mechanism, field+".Kind", s.Kind, "a delay.Kind"),
-		resilience.Check(s.Initial >= 0, mechanism, field+".Initial", s.Initial, "a duration >= 0"),
-		resilience.Check(s.Kind == None || s.Kind == Custom || s.Kind == Default || s.Initial > 0,
-			mechanism, field+".Initial", s.Initial, "a duration > 0 for a "+s.Kind.String()+" delay"),
-		resilience.Check(s.Multiplier == 0 || s.Multiplier >= 1, mechanism, field+".Multiplier", s.Multiplier, "0 (meaning 2) or a factor >= 1"),
-		resilience.Check(s.Max >= 0, mechanism, field+".Max", s.Max, "a duration >= 0 (0: no cap)"),
-		resilience.Check(s.Jitter <= Decorrelated, mechanism, field+".Jitter", s.Jitter, "a delay.Jitter"),
-		resilience.Check(s.Kind != Custom || s.Func != nil, mechanism, field+".Func", "nil", "a function for a custom delay"),
-	}
-	return resilience.FirstError(checks...)
-}
-
-func kindList(kinds []Kind) string {
-	s := ""
-	for i, k := range kinds {
-		if i > 0 {
-			s += ", "
-		}
-		s += k.String()
-	}
-	return s
 }
 
 // Delay returns the delay after attempt (1 for the first) failed with err;

@@ -1,13 +1,11 @@
 package delay_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 )
 
@@ -91,27 +89,4 @@ func TestJitterBounds(t *testing.T) {
 			t.Fatalf("full jitter at 0.5: %v; want %v", got, d/2)
 		}
 	})
-}
-
-func TestValidateNamesTheField(t *testing.T) {
-	for _, tc := range []struct {
-		s     delay.Strategy
-		kinds []delay.Kind
-		field string
-	}{
-		{delay.Strategy{Kind: delay.Constant}, nil, "Delay.Initial"},
-		{delay.Strategy{Kind: delay.Exponential, Initial: time.Second, Multiplier: 0.5}, nil, "Delay.Multiplier"},
-		{delay.Strategy{Kind: delay.Custom}, nil, "Delay.Func"},
-		{delay.Strategy{Kind: delay.Constant, Initial: 1, Max: -1}, nil, "Delay.Max"},
-		{delay.Strategy{Kind: delay.Linear, Initial: 1}, []delay.Kind{delay.Constant, delay.Exponential}, "Delay.Kind"},
-	} {
-		err := tc.s.Validate("test", "Delay", tc.kinds...)
-		var ce *resilience.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: error %v; want a ConfigError on %s", tc.s, err, tc.field)
-		}
-	}
-	if err := (delay.Strategy{}).Validate("test", "Delay"); err != nil {
-		t.Errorf("zero strategy: %v", err)
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -19,8 +21,8 @@ type Config[T any] struct {
 	Func func(ctx context.Context, err error) (T, error)
 	// On says which failures are replaced. Default: every error.
 	On func(err error) bool
-	// Clock gives events their time. Default resilience.System.
-	Clock resilience.Clock
+	// Clock gives events their time. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives EventFallback.
 	Listener resilience.Listener
 }
@@ -34,7 +36,7 @@ type Fallback[T any] struct {
 
 // New returns a Fallback configured by c.
 func New[T any](c Config[T]) (*Fallback[T], error) {
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return &Fallback[T]{c: c}, nil
 }
 
@@ -54,7 +56,7 @@ func (f *Fallback[T]) Apply(ctx context.Context, v T, err error) (T, error) {
 		}
 		return v, err
 	}
-	f.c.Listener.Emit(resilience.Event{Time: f.c.Clock.Now(), Mechanism: mechanism, Name: f.c.Name,
+	resil.Emit(f.c.Listener, resilience.Event{Time: f.c.Clock.Now(), Mechanism: mechanism, Name: f.c.Name,
 		Kind: resilience.EventFallback, Err: err})
 	if f.c.Func != nil {
 		return f.c.Func(ctx, err)

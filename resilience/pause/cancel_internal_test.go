@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 )
 

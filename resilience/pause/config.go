@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -37,8 +39,8 @@ type Config struct {
 	// gate closes again. Default false: callers wait behind the gate.
 	NoWait bool
 	// Clock is where time is read and the reopening timer set. Default
-	// resilience.System.
-	Clock resilience.Clock
+	// clock.System().
+	Clock clock.Clock
 	// Listener receives EventPaused, EventProbe, EventResumed, EventQueued
 	// and EventRejected.
 	Listener resilience.Listener
@@ -61,17 +63,17 @@ var ErrPaused = errors.New("paused: the server asked to slow down")
 // validate checks c and returns it with the defaults filled in.
 func (c Config) validate() (Config, error) {
 	checks := []error{
-		resilience.Check(c.DefaultPause >= 0, mechanism, "DefaultPause", c.DefaultPause, "a duration >= 0 (0: 1s)"),
-		resilience.Check(c.MaxPause >= 0, mechanism, "MaxPause", c.MaxPause, "a duration >= 0 (0: 15m)"),
-		resilience.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
-		resilience.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
+		resil.Check(c.DefaultPause >= 0, mechanism, "DefaultPause", c.DefaultPause, "a duration >= 0 (0: 1s)"),
+		resil.Check(c.MaxPause >= 0, mechanism, "MaxPause", c.MaxPause, "a duration >= 0 (0: 15m)"),
+		resil.Check(c.Escalation == 0 || c.Escalation >= 1, mechanism, "Escalation", c.Escalation, "0 (meaning 2) or a factor >= 1"),
+		resil.Check(c.EscalationWindow >= 0, mechanism, "EscalationWindow", c.EscalationWindow, "a duration >= 0 (0: the last pause)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.DefaultPause = cmp.Or(c.DefaultPause, DefaultPause)
 	c.MaxPause = cmp.Or(c.MaxPause, DefaultMaxPause)
 	c.Escalation = cmp.Or(c.Escalation, DefaultEscalation)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/pause"
 )
 

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -34,7 +36,7 @@ type Pause struct {
 	reopenedAt time.Time     // when the last probe was let through
 	probeGen   uint64        // the probe role handed out last; only its holder's outcome counts
 	waiters    []*waiter     // FIFO
-	timer      resilience.Timer
+	timer      clock.Timer
 	pauses     uint64
 	escalated  uint64
 }
@@ -109,7 +111,7 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 	p.waiters = append(p.waiters, w)
 	waiting := len(p.waiters)
 	p.mu.Unlock()
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventQueued, Waiting: waiting})
 	var v verdict
 	select {
@@ -142,7 +144,7 @@ func (p *Pause) enterSlow(ctx context.Context) (resilience.Permit, error) {
 // deadlineOf returns ctx's deadline when the gate's clock is the system's
 // (a context's deadline is in real time), or zero.
 func (p *Pause) deadlineOf(ctx context.Context) time.Time {
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(p.c.Clock) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(p.c.Clock) {
 		return dl
 	}
 	return time.Time{}
@@ -158,8 +160,8 @@ func (p *Pause) cannotWaitLocked(deadline time.Time) bool {
 // reject returns the rejection of a caller by the gate closed until until
 // for reason, and emits it.
 func (p *Pause) reject(now, until time.Time, reason error) error {
-	err := resilience.Reject(mechanism, p.c.Name, ErrPaused, now, until)
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	err := resil.Reject(mechanism, p.c.Name, ErrPaused, now, until)
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventRejected, RetryAt: until, Err: errors.Join(err, reason)})
 	return err
 }
@@ -261,7 +263,7 @@ func (p *Pause) holdLocked(now time.Time, d time.Duration, reason error, fromPro
 		p.timer.Reset(d)
 	}
 	p.rejectWaitersLocked()
-	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
+	resil.Emit(c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventPaused,
 		Delay: d, RetryAt: until, Waiting: len(p.waiters), Err: reason})
 }
 
@@ -314,7 +316,7 @@ func (p *Pause) passProbeLocked(now time.Time) {
 }
 
 func (p *Pause) emitProbeLocked(now time.Time) {
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventProbe, Waiting: len(p.waiters)})
 }
 
@@ -327,7 +329,7 @@ func (p *Pause) openLocked(now time.Time) {
 	}
 	p.waiters = nil
 	p.reason = nil
-	p.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
+	resil.Emit(p.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: p.c.Name,
 		Kind: resilience.EventResumed, Waiting: waiting})
 }
 

@@ -9,8 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/pause"
 )
@@ -130,11 +131,11 @@ func TestExtendedNeverShortened(t *testing.T) {
 		t.Fatalf("state %+v; want still +11s for the longer signal", s)
 	}
 	// The timer was moved: nothing reopens at +5s.
-	f.clk.Set(start.Add(11*time.Second - 1))
+	f.clk.Advance(start.Add(11*time.Second - 1).Sub(f.clk.Now()))
 	if f.state().Probing {
 		t.Fatal("reopened before the extended end")
 	}
-	f.clk.Set(start.Add(11 * time.Second))
+	f.clk.Advance(start.Add(11 * time.Second).Sub(f.clk.Now()))
 	if !f.state().Probing {
 		t.Fatal("not reopened at the extended end")
 	}
@@ -185,7 +186,7 @@ func TestProbesInFIFOOrderAndEscalation(t *testing.T) {
 	}
 	for i, wantNext := range []time.Duration{2 * time.Second, 4 * time.Second, 7 * time.Second} {
 		next, _ := f.clk.Next()
-		f.clk.Set(next)
+		f.clk.Advance(next.Sub(f.clk.Now()))
 		probe := <-waiters[i]
 		if probe.pm.Token != 1 {
 			t.Fatalf("waiter %d: %+v; want the probe", i, probe)
@@ -199,7 +200,7 @@ func TestProbesInFIFOOrderAndEscalation(t *testing.T) {
 		t.Fatalf("%d escalations; want 3", s.Escalations)
 	}
 	next, _ := f.clk.Next()
-	f.clk.Set(next)
+	f.clk.Advance(next.Sub(f.clk.Now()))
 	f.call(nil) // the probe (no waiter left) succeeds: open
 	f.clk.Advance(8 * time.Second)
 	f.call(slowDown{time.Second}) // long after reopening: not escalated
@@ -243,7 +244,7 @@ func TestInconclusiveProbePassesOn(t *testing.T) {
 	second := f.enterAsync(f.ctx)
 	f.clk.Advance(time.Second)
 	probe := <-first
-	f.p.Exit(probe.pm, resilience.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
+	f.p.Exit(probe.pm, resil.Reject("ratelimit", "", errors.New("limited"), f.clk.Now(), time.Time{}))
 	if e := <-second; e.pm.Token != 1 {
 		t.Fatalf("second: %+v; want the probe role", e)
 	}

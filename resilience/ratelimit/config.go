@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -79,8 +81,8 @@ type Config struct {
 	Store Store
 	// Key is the key a Limiter's state has in Store. Default "".
 	Key string
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives rejections, queueing, drains and limit changes.
 	Listener resilience.Listener
 }
@@ -109,16 +111,16 @@ func (l Limit) withDefaults() Limit {
 // validate checks l as Config.Limit.
 func (l Limit) validate() error {
 	checks := []error{
-		resilience.Check(l.Algorithm < numAlgorithms, mechanism, "Limit.Algorithm", l.Algorithm, "a ratelimit.Algorithm"),
-		resilience.Check(l.Permits >= 0, mechanism, "Limit.Permits", l.Permits, "a count >= 0 (0: 1000)"),
-		resilience.Check(l.Period >= 0, mechanism, "Limit.Period", l.Period, "a duration >= 0 (0: 1m)"),
-		resilience.Check(l.Burst >= 0, mechanism, "Limit.Burst", l.Burst, "a count >= 0 (0: Permits)"),
+		resil.Check(l.Algorithm < numAlgorithms, mechanism, "Limit.Algorithm", l.Algorithm, "a ratelimit.Algorithm"),
+		resil.Check(l.Permits >= 0, mechanism, "Limit.Permits", l.Permits, "a count >= 0 (0: 1000)"),
+		resil.Check(l.Period >= 0, mechanism, "Limit.Period", l.Period, "a duration >= 0 (0: 1m)"),
+		resil.Check(l.Burst >= 0, mechanism, "Limit.Burst", l.Burst, "a count >= 0 (0: Permits)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return err
 	}
 	d := l.withDefaults()
-	if err := resilience.Check(int64(d.Period)/d.Permits > 0, mechanism, "Limit.Permits", l.Permits,
+	if err := resil.Check(int64(d.Period)/d.Permits > 0, mechanism, "Limit.Permits", l.Permits,
 		"at most one permit a nanosecond of Period"); err != nil {
 		return err
 	}
@@ -126,7 +128,7 @@ func (l Limit) validate() error {
 	// Burst ≤ ⌊maxTau × Permits/Period⌋ (at most maxTau: Permits ≤ Period).
 	hi, lo := bits.Mul64(maxTau, uint64(d.Permits))
 	maxBurst, _ := bits.Div64(hi, lo, uint64(d.Period))
-	return resilience.Check(!d.Algorithm.isBucket() || uint64(d.Burst) <= maxBurst,
+	return resil.Check(!d.Algorithm.isBucket() || uint64(d.Burst) <= maxBurst,
 		mechanism, "Limit.Burst", l.Burst, fmt.Sprintf("at most %d (Burst × Period/Permits at most 2⁶⁰ns, about 36 years)",
 			maxBurst))
 }
@@ -137,16 +139,16 @@ func (c Config) validate() (Config, error) {
 		return c, err
 	}
 	checks := []error{
-		resilience.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
-		resilience.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
-		resilience.Check(c.Cost >= 0, mechanism, "Cost", c.Cost, "a count >= 0 (0: 1)"),
+		resil.Check(c.QueueSize >= 0, mechanism, "QueueSize", c.QueueSize, "a count >= 0 (0: no queue)"),
+		resil.Check(c.MaxWait >= 0, mechanism, "MaxWait", c.MaxWait, "a duration >= 0 (0: 10s)"),
+		resil.Check(c.Cost >= 0, mechanism, "Cost", c.Cost, "a count >= 0 (0: 1)"),
 	}
-	if err := resilience.FirstError(checks...); err != nil {
+	if err := resil.FirstError(checks...); err != nil {
 		return c, err
 	}
 	c.Limit = c.Limit.withDefaults()
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	c.Cost = cmp.Or(c.Cost, 1)
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }

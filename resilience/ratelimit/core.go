@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -166,7 +167,7 @@ func (co *core) acquire(ctx context.Context, key string, n int64, wait bool) err
 // context's deadline on the real clock.
 func (co *core) waitBudget(ctx context.Context, now time.Time) time.Duration {
 	budget := co.c.MaxWait
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(co.c.Clock) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(co.c.Clock) {
 		budget = min(budget, dl.Sub(now))
 	}
 	return max(budget, 0)
@@ -227,7 +228,7 @@ func (co *core) enqueue(ctx context.Context, key string, n int64, now time.Time)
 	co.nwait.Add(1)
 	co.mu.Unlock()
 	co.queued.Add(1)
-	co.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: co.c.Name,
+	resil.Emit(co.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: co.c.Name,
 		Kind: resilience.EventQueued, Waiting: waiting})
 	defer co.leave(key, q, w)
 
@@ -295,7 +296,7 @@ func (co *core) reject(now time.Time, key string, reason error, d time.Duration)
 	if d > 0 {
 		at = now.Add(d)
 	}
-	err := resilience.Reject(mechanism, nameKey(co.c.Name, key), reason, now, at)
+	err := resil.Reject(mechanism, nameKey(co.c.Name, key), reason, now, at)
 	if co.c.Listener != nil {
 		co.c.Listener(resilience.Event{Time: now, Mechanism: mechanism, Name: err.Name,
 			Kind: resilience.EventRejected, RetryAt: at, Err: err})
@@ -332,7 +333,7 @@ func (co *core) drain(ctx context.Context, key string, cause error) error {
 		err = co.c.Store.Drain(ctx, key, lim.Limit, now)
 	}
 	co.drains.Add(1)
-	co.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: nameKey(co.c.Name, key),
+	resil.Emit(co.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: nameKey(co.c.Name, key),
 		Kind: resilience.EventDrained, Err: cause})
 	return err
 }
@@ -371,7 +372,7 @@ func (co *core) setLimit(l Limit) error {
 		}
 	}
 	co.mu.Unlock()
-	co.c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: co.c.Name,
+	resil.Emit(co.c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: co.c.Name,
 		Kind: resilience.EventLimitChanged})
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 
@@ -51,18 +51,18 @@ func TestIdleKeysEvicted(t *testing.T) {
 	if err := k.TryAcquire("a", 10); err != nil { // full again at 1s
 		t.Fatal(err)
 	}
-	clk.Set(start.Add(500 * time.Millisecond))
+	clk.Advance(start.Add(500 * time.Millisecond).Sub(clk.Now()))
 	if err := k.TryAcquire("b", 1); err != nil { // full again at 0.6s
 		t.Fatal(err)
 	}
-	clk.Set(start.Add(900 * time.Millisecond))
+	clk.Advance(start.Add(900 * time.Millisecond).Sub(clk.Now()))
 	if err := k.TryAcquire("d", 10); err != nil { // full again at 1.9s
 		t.Fatal(err)
 	}
 	if n := k.Keys(); n != 3 {
 		t.Fatalf("%d keys; want 3", n)
 	}
-	clk.Set(start.Add(time.Second))
+	clk.Advance(start.Add(time.Second).Sub(clk.Now()))
 	if err := k.TryAcquire("c", 1); err != nil { // sweeps: a and b are fresh
 		t.Fatal(err)
 	}

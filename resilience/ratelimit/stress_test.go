@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/ratelimit"
 )

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 )
@@ -36,8 +38,8 @@ type Config[T any] struct {
 	// function type as pause.Config.Classify. Default: none (errors that
 	// implement resilience.RetryAfterer are honoured regardless).
 	RetryAfter func(err error) (d time.Duration, ok bool)
-	// Clock is where time is read and timers set. Default resilience.System.
-	Clock resilience.Clock
+	// Clock is where time is read and timers set. Nil means clock.System().
+	Clock clock.Clock
 	// Listener receives EventRetry and EventGiveUp.
 	Listener resilience.Listener
 }
@@ -52,23 +54,23 @@ const mechanism = "retry"
 
 // validate checks c and returns it with the defaults filled in.
 func (c Config[T]) validate() (Config[T], error) {
-	if err := resilience.Check(c.MaxAttempts >= 0, mechanism, "MaxAttempts", c.MaxAttempts, "a count >= 0 (0: 3)"); err != nil {
+	if err := resil.Check(c.MaxAttempts >= 0, mechanism, "MaxAttempts", c.MaxAttempts, "a count >= 0 (0: 3)"); err != nil {
 		return c, err
 	}
-	if err := resilience.Check(c.MaxElapsed >= 0, mechanism, "MaxElapsed", c.MaxElapsed, "a duration >= 0 (0: no bound)"); err != nil {
+	if err := resil.Check(c.MaxElapsed >= 0, mechanism, "MaxElapsed", c.MaxElapsed, "a duration >= 0 (0: no bound)"); err != nil {
 		return c, err
 	}
-	if err := c.Delay.Validate(mechanism, "Delay"); err != nil {
+	if err := resil.CheckDelay(c.Delay, mechanism, "Delay"); err != nil {
 		return c, err
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
-	c.Delay = c.Delay.Or(DefaultDelay)
+	c.Delay = resil.DelayOr(c.Delay, DefaultDelay)
 	if c.RetryOn == nil {
 		c.RetryOn = retryable
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return c, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -113,12 +114,12 @@ func (r *Retry[T]) again(ctx context.Context, st *State, err error) bool {
 		r.giveUp(st, err)
 		return false
 	}
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(c.Clock) && time.Now().Add(d).After(dl) {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(c.Clock) && time.Now().Add(d).After(dl) {
 		r.giveUp(st, err)
 		return false
 	}
 	r.retries.Add(1)
-	c.Listener.Emit(resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventRetry,
+	resil.Emit(c.Listener, resilience.Event{Time: now, Mechanism: mechanism, Name: c.Name, Kind: resilience.EventRetry,
 		Attempt: st.attempts, Delay: d, RetryAt: now.Add(d), Err: err})
 	if d <= 0 {
 		if ctx.Err() != nil {

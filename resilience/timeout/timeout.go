@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/resilience"
 )
 
@@ -17,10 +19,10 @@ type Config struct {
 	// Timeout is the operation's deadline from its start. Default 10
 	// seconds.
 	Timeout time.Duration
-	// Clock is where the deadline is kept. Default resilience.System (the
+	// Clock is where the deadline is kept. Nil means clock.System() (the
 	// context package's own deadline); another clock cancels the context
 	// from a timer of its own.
-	Clock resilience.Clock
+	Clock clock.Clock
 	// Listener receives EventTimeout.
 	Listener resilience.Listener
 }
@@ -75,13 +77,13 @@ type Timeout struct {
 
 // New returns a Timeout configured by c, or a *resilience.ConfigError.
 func New(c Config) (*Timeout, error) {
-	if err := resilience.Check(c.Timeout >= 0, mechanism, "Timeout", c.Timeout, "a duration >= 0 (0: 10s)"); err != nil {
+	if err := resil.Check(c.Timeout >= 0, mechanism, "Timeout", c.Timeout, "a duration >= 0 (0: 10s)"); err != nil {
 		return nil, err
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	c.Clock = resilience.ClockOr(c.Clock)
+	c.Clock = resil.ClockOr(c.Clock)
 	return &Timeout{c: c}, nil
 }
 
@@ -99,7 +101,7 @@ func New(c Config) (*Timeout, error) {
 // query_canceled after pgx's cancel request, which resilience/dbclass
 // classifies as a statement timeout.
 func Do[T any](ctx context.Context, t *Timeout, op func(context.Context) (T, error)) (T, error) {
-	if dl, ok := ctx.Deadline(); ok && resilience.IsSystem(t.c.Clock) && time.Until(dl) <= t.c.Timeout {
+	if dl, ok := ctx.Deadline(); ok && resil.IsSystem(t.c.Clock) && time.Until(dl) <= t.c.Timeout {
 		return op(ctx)
 	}
 	tctx, cancel := t.context(ctx)
@@ -122,7 +124,7 @@ var errFired = fmt.Errorf("%w: deadline passed", ErrTimeout)
 
 // context returns ctx bounded by the timeout.
 func (t *Timeout) context(ctx context.Context) (context.Context, context.CancelFunc) {
-	if resilience.IsSystem(t.c.Clock) {
+	if resil.IsSystem(t.c.Clock) {
 		return context.WithTimeoutCause(ctx, t.c.Timeout, errFired)
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
@@ -135,7 +137,7 @@ func (t *Timeout) context(ctx context.Context) (context.Context, context.CancelF
 
 func (t *Timeout) fired(err error) error {
 	e := &Error{Name: t.c.Name, Timeout: t.c.Timeout, Err: err}
-	t.c.Listener.Emit(resilience.Event{Time: t.c.Clock.Now(), Mechanism: mechanism, Name: t.c.Name,
+	resil.Emit(t.c.Listener, resilience.Event{Time: t.c.Clock.Now(), Mechanism: mechanism, Name: t.c.Name,
 		Kind: resilience.EventTimeout, Delay: t.c.Timeout, Err: e})
 	return e
 }

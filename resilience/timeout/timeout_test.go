@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
-	"github.com/respool/respool/resilience/clocktest"
 	"github.com/respool/respool/resilience/internal/testctx"
 	"github.com/respool/respool/resilience/timeout"
 )

@@ -7,8 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/respool/respool/resilience/clocktest"
-	"github.com/respool/respool/resilience/internal/testctx"
+	"github.com/respool/respool/clock/clocktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -53,8 +52,8 @@ func TestStopAndReset(t *testing.T) {
 	default:
 	}
 	tm.Reset(time.Second)
-	if clk.Pending() != 1 {
-		t.Fatalf("Pending = %d; want 1", clk.Pending())
+	if next, ok := clk.Next(); !ok || !next.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("Next = %v, %v; want now+1s", next, ok)
 	}
 	clk.Advance(time.Second)
 	<-tm.C()
@@ -88,7 +87,64 @@ func TestDueTimerFiresAtOnce(t *testing.T) {
 	clk.AfterFunc(-time.Second, func() { close(done) })
 	select {
 	case <-done:
-	case <-testctx.New(t).Done():
+	case <-time.After(10 * time.Second):
 		t.Fatal("a due AfterFunc did not run")
 	}
+}
+
+func TestTickerFiresEveryPeriodUntilStopped(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	start := clk.Now()
+	tk := clk.NewTicker(time.Second)
+	for i := 1; i <= 3; i++ {
+		clk.Advance(time.Second)
+		select {
+		case at := <-tk.C():
+			if at.Sub(start) != time.Duration(i)*time.Second {
+				t.Fatalf("tick %d at %v; want %ds", i, at.Sub(start), i)
+			}
+		default:
+			t.Fatalf("tick %d did not fire", i)
+		}
+	}
+	tk.Stop()
+	clk.Advance(time.Minute)
+	select {
+	case <-tk.C():
+		t.Fatal("a stopped ticker ticked")
+	default:
+	}
+	if _, ok := clk.Next(); ok {
+		t.Fatal("a stopped ticker is still pending")
+	}
+}
+
+// Ticks that fall while the last one waits to be received are dropped, as
+// with time.Ticker, and the ticker keeps its phase.
+func TestTickerDropsTicksNobodyReceives(t *testing.T) {
+	clk := clocktest.New(time.Time{})
+	start := clk.Now()
+	tk := clk.NewTicker(time.Second)
+	defer tk.Stop()
+	clk.Advance(time.Hour + 500*time.Millisecond)
+	if at := <-tk.C(); at.Sub(start) != time.Second {
+		t.Fatalf("the tick kept is from %v; want the first, 1s", at.Sub(start))
+	}
+	select {
+	case <-tk.C():
+		t.Fatal("more than one tick was kept")
+	default:
+	}
+	if next, _ := clk.Next(); next.Sub(start) != time.Hour+time.Second {
+		t.Fatalf("next tick at %v; want 1h0m1s", next.Sub(start))
+	}
+}
+
+func TestTickerOfNoPeriodPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewTicker(0) did not panic")
+		}
+	}()
+	clocktest.New(time.Time{}).NewTicker(0)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/respool/respool/resilience/clocktest"
+	"github.com/respool/respool/clock/clocktest"
 )
 
 // A test moves the clock once the code under test waits on it: no sleep.

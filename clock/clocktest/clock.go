@@ -6,15 +6,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/clock"
 )
 
-// Clock is a resilience.Clock whose time moves only by Advance and Set. It
-// is safe for concurrent use.
+// Clock is a clock.Clock whose time moves only by Advance. It is safe for
+// concurrent use.
 type Clock struct {
 	mu      sync.Mutex // guards the following fields
 	now     time.Time
-	timers  []*timer      // pending, in no order
+	timers  []*timer      // pending timers and tickers, in no order
 	changed chan struct{} // closed and replaced whenever timers is added to
 }
 
@@ -27,7 +27,7 @@ func New(start time.Time) *Clock {
 	return &Clock{now: start, changed: make(chan struct{})}
 }
 
-var _ resilience.Clock = (*Clock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
@@ -40,30 +40,36 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // NewTimer returns a timer that fires when the clock reaches now+d.
-func (c *Clock) NewTimer(d time.Duration) resilience.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	t := &timer{c: c, ch: make(chan time.Time, 1)}
 	t.Reset(d)
 	return t
 }
 
+// NewTicker returns a ticker that fires every d of the clock's time, from
+// now+d on. As with time.Ticker, its channel holds one tick: the ticks that
+// fall due while the last one has not been received are dropped. It panics
+// if d is not positive, as time.NewTicker does.
+func (c *Clock) NewTicker(d time.Duration) clock.Ticker {
+	if d <= 0 {
+		panic("clocktest: non-positive interval for NewTicker")
+	}
+	t := &timer{c: c, ch: make(chan time.Time, 1), period: d}
+	t.Reset(d)
+	return ticker{t}
+}
+
 // AfterFunc returns a timer that calls f when the clock reaches now+d; f
 // runs on the goroutine that moved the clock, before Advance returns (in a
 // goroutine of its own when d <= 0, as with time.AfterFunc).
-func (c *Clock) AfterFunc(d time.Duration, f func()) resilience.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	t := &timer{c: c, f: f}
 	t.Reset(d)
 	return t
 }
 
-// Pending returns the number of timers that have not fired or stopped.
-func (c *Clock) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
-// Next returns the earliest deadline of the pending timers, and whether
-// there is one.
+// Next returns the earliest deadline of the pending timers and tickers, and
+// whether there is one.
 func (c *Clock) Next() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,7 +82,8 @@ func (c *Clock) Next() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
-// WaitTimers blocks until at least n timers are pending, or ctx ends.
+// WaitTimers blocks until at least n timers (tickers included) are pending,
+// or ctx ends.
 func (c *Clock) WaitTimers(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
@@ -93,38 +100,37 @@ func (c *Clock) WaitTimers(ctx context.Context, n int) error {
 	}
 }
 
-// Advance moves the clock forward by d, firing the timers due on the way in
-// the order of their deadlines, each at its own deadline.
+// Advance moves the clock forward by d, firing the timers and tickers due on
+// the way in the order of their deadlines, each at its own deadline.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	to := c.now.Add(d)
 	c.mu.Unlock()
-	c.Set(to)
-}
-
-// Set moves the clock to t (never backwards), firing due timers in order.
-func (c *Clock) Set(t time.Time) {
 	for {
 		c.mu.Lock()
 		i := -1
 		for j, tm := range c.timers {
-			if !tm.when.After(t) && (i < 0 || tm.when.Before(c.timers[i].when)) {
+			if !tm.when.After(to) && (i < 0 || tm.when.Before(c.timers[i].when)) {
 				i = j
 			}
 		}
 		if i < 0 {
-			if t.After(c.now) {
-				c.now = t
+			if to.After(c.now) {
+				c.now = to
 			}
 			c.mu.Unlock()
 			return
 		}
 		tm := c.timers[i]
-		c.timers = slices.Delete(c.timers, i, i+1)
 		if tm.when.After(c.now) {
 			c.now = tm.when
 		}
 		now := c.now
+		if tm.period > 0 {
+			tm.rearmLocked(to)
+		} else {
+			c.timers = slices.Delete(c.timers, i, i+1)
+		}
 		c.mu.Unlock()
 		if tm.f != nil {
 			tm.f()
@@ -138,13 +144,24 @@ func (c *Clock) Set(t time.Time) {
 }
 
 type timer struct {
-	c    *Clock
-	ch   chan time.Time // nil for AfterFunc
-	f    func()
-	when time.Time // guarded by c.mu
+	c      *Clock
+	ch     chan time.Time // nil for AfterFunc
+	f      func()
+	period time.Duration // a ticker's; 0 for a timer
+	when   time.Time     // guarded by c.mu
 }
 
 func (t *timer) C() <-chan time.Time { return t.ch }
+
+// rearmLocked sets a ticker's next deadline, one period after the tick that
+// fires now. While its last tick has not been received, the ticks due up to
+// to would be dropped, so the deadline skips past them.
+func (t *timer) rearmLocked(to time.Time) {
+	t.when = t.when.Add(t.period)
+	if len(t.ch) > 0 && !t.when.After(to) {
+		t.when = t.when.Add((to.Sub(t.when)/t.period + 1) * t.period)
+	}
+}
 
 // Stop removes the timer and drains its channel, so that no stale time is
 // received after it (as with Go 1.23 timers).
@@ -188,3 +205,9 @@ func (t *timer) Reset(d time.Duration) bool {
 	c.changed = make(chan struct{})
 	return active
 }
+
+// ticker is a timer that re-arms itself each time it fires.
+type ticker struct{ t *timer }
+
+func (t ticker) C() <-chan time.Time { return t.t.ch }
+func (t ticker) Stop()               { t.t.Stop() }

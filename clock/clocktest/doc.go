@@ -1,6 +1,10 @@
-// Package clocktest has a virtual resilience.Clock for tests: time moves only
+// Package clocktest has a virtual clock.Clock for tests: time moves only
 // when the test says so, and a test can wait until the code under test has
 // set its timers instead of sleeping.
+//
+// Tests, respool's and yours, use it to drive a pool, a mechanism and a
+// guard together on one virtual clock: give the same *Clock to each one's
+// Config.Clock.
 //
 //	clk := clocktest.New(time.Time{})
 //	go func() { done <- r.Do(ctx, op) }()   // retries wait on clk
