@@ -698,38 +698,6 @@ func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
 	}
 }
 
-func TestRawConnReachesTheRealConnection(t *testing.T) {
-	m := newMock(t)
-	db, c, fc := openFaultDB(t, m, false, pool.Config{})
-	ctx := context.Background()
-	sc, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	err = sc.Raw(func(dc any) error {
-		if got, ok := RawConn(dc).(*faultConn); !ok || got != fc.conn(t, 1) {
-			return fmt.Errorf("RawConn(%T) = %T; want the real driver's connection", dc, RawConn(dc))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Error(err)
-	}
-	// Any other value passes through, so that code using RawConn works on
-	// the plain driver too.
-	if other := fc.conn(t, 1); RawConn(other) != other {
-		t.Error("RawConn of a connection that is not respool's is not that connection")
-	}
-	h, err := c.Pool().TryTake()
-	if err == nil {
-		defer c.Pool().GiveBack(h)
-		if _, ok := RawConn(h.Value()).(*faultConn); !ok {
-			t.Errorf("RawConn of a pool object = %T; want the real driver's connection", RawConn(h.Value()))
-		}
-	}
-}
-
 // A statement prepared through *sql.DB is prepared once on its connection
 // and kept there across the connection's trips back to the pool; closing the
 // *sql.Stmt closes it there.

@@ -67,6 +67,7 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 //	respool_connect_rate            Resilience.ConnectRate                   integer ≥ 1, or off (0)
 //	respool_pause                   !Resilience.PauseDisabled                true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause                duration > 0
+//	respool_log                     LogLevel                                 off, error, warn, info or debug
 //
 // The two open-delay keys set one delay.Strategy: the first of them copies
 // dbguard.BreakerPreset's OpenDelay (exponential from 220ms, doubling, Max
@@ -107,9 +108,12 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 // called, but not "respool". A driver whose DSN fits none of the forms is
 // configured in code with Config.
 //
-// Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
+// Every error matches errors.Is(err, ErrInvalidConfig); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
-// the closest key for an unknown one. A key given twice is an error, but
+// the closest key for an unknown one. pgxpool's keys (pool_max_conns,
+// pool_min_conns, pool_max_conn_lifetime, ...) are refused too, naming the
+// respool key to use: the driver would pass them on to the server, which
+// refuses them at the first connection. A key given twice is an error, but
 // respool_init_sql, which is given once per statement. A password that the
 // DSN's form cannot carry as written is an error that says how to encode
 // it: in a URL, a password (or user) holding an unencoded '@' or '/' (pgx
@@ -129,7 +133,7 @@ func ParseDSN(dsn string) (*Config, error) {
 func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 	text, err := dsnform.Read(dsn, dsnKeyPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, &dsnStructureError{err}
 	}
 	c := &Config{DriverName: text.Form.Driver(), DSN: text.Rest}
 	given := make(map[string]*dsnform.Param, len(text.Params)) // by canonical key
@@ -175,7 +179,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		return nil, nil, err
 	}
 	if text, err = c.validate(text); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, err
 	}
 	return c, text, nil
 }
@@ -212,7 +216,7 @@ func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
 // be registered later, by the program's imports), any other name must be
 // registered.
 func dsnDriverKnown(name string) bool {
-	if name == dsnSelfDriver {
+	if name == driverName {
 		return false
 	}
 	return name == "pgx" || name == "mysql" || slices.Contains(sql.Drivers(), name)
@@ -226,17 +230,14 @@ func dsnKnownDrivers() []string {
 	names = slices.Compact(names)
 	out := names[:0]
 	for _, n := range names {
-		if n != dsnSelfDriver {
+		if n != driverName {
 			out = append(out, strconv.Quote(n))
 		}
 	}
 	return out
 }
 
-const (
-	dsnKeyPrefix  = "respool_"
-	dsnSelfDriver = "respool" // this package's driver: it cannot wrap itself
-)
+const dsnKeyPrefix = "respool_"
 
 // dsnKind is the type of a respool key's value.
 type dsnKind uint8
@@ -251,6 +252,7 @@ const (
 	dsnEnum    // a pool.OverloadPolicy by name
 	dsnBackoff // pool.BackoffConfig: a duration for Initial, or "off" for Disabled
 	dsnDelay   // a part of the breaker's delay.Strategy: Initial, or Max with delayMax
+	dsnLevel   // a slog.Leveler: off, or a level as slog spells it
 )
 
 // dsnOff is how a key that can be turned off stores "off".
@@ -288,7 +290,7 @@ type dsnKey struct {
 	delayMax bool
 	// field returns a pointer to the Config field: *int, *time.Duration,
 	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
-	// *pool.BackoffConfig or *delay.Strategy according to kind.
+	// *pool.BackoffConfig, *delay.Strategy or *slog.Leveler according to kind.
 	field func(c *Config) any
 }
 
@@ -401,6 +403,8 @@ var dsnKeys = []dsnKey{
 	{name: "respool_max_pause", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
+	{name: "respool_log", kind: dsnLevel, accepted: "off, error, warn, info or debug",
+		field: func(c *Config) any { return &c.LogLevel }},
 }
 
 const (
@@ -458,6 +462,12 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			}
 		}
 		return false
+	case *slog.Leveler:
+		level, ok := parseLevel(v)
+		if !ok {
+			return false
+		}
+		*p = level
 	case *delay.Strategy:
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -503,7 +513,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		*p = b != k.invert
 	case *string:
 		switch {
-		case k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver):
+		case k.name == dsnKeyDriver && (v == "" || v == driverName):
 			return false
 		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false
@@ -545,6 +555,10 @@ func (k *dsnKey) format(c *Config) string {
 	case *pool.OverloadPolicy:
 		if *p != 0 {
 			return p.String()
+		}
+	case *slog.Leveler:
+		if *p != nil {
+			return levelName((*p).Level())
 		}
 	case *delay.Strategy:
 		// Initial whenever the Strategy is set, so that it reads back as

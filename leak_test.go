@@ -60,13 +60,13 @@ func collectTwice() {
 func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{Connector: &faultConnector{m: m}})
-	if got, want := c.Pool().Config().Leak, (leak.Config{HoldThreshold: DefaultHoldThreshold}); got != want {
+	if got, want := c.pool.Config().Leak, (leak.Config{HoldThreshold: defaultHoldThreshold}); got != want {
 		t.Errorf("leak config %+v; want %+v", got, want)
 	}
 	// A negative threshold turns the hold-time report off, as
 	// respool_leak_threshold=off does.
 	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}})
-	if got := c.Pool().Config().Leak; got != (leak.Config{}) {
+	if got := c.pool.Config().Leak; got != (leak.Config{}) {
 		t.Errorf("leak config with a negative HoldThreshold %+v; want no hold-time report", got)
 	}
 	cfg, err := ParseDSN("respool_leak_threshold=off")
@@ -75,11 +75,11 @@ func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	}
 	cfg.DriverName, cfg.Connector = "", &faultConnector{m: m}
 	c = newTestConnector(t, *cfg)
-	if got := c.Pool().Config().Leak.HoldThreshold; got != 0 {
+	if got := c.pool.Config().Leak.HoldThreshold; got != 0 {
 		t.Errorf("HoldThreshold %v after respool_leak_threshold=off; want 0, no report", got)
 	}
 	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: 7}}})
-	if got := c.Pool().Config().Leak.HoldThreshold; got != 7 {
+	if got := c.pool.Config().Leak.HoldThreshold; got != 7 {
 		t.Errorf("HoldThreshold %v; want the one given", got)
 	}
 }

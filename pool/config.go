@@ -312,10 +312,13 @@ type BackoffConfig struct {
 	// Max caps the delay. Zero means DefaultBackoffMax (1s), or Initial if
 	// that is longer.
 	Max time.Duration
-	// LogInterval is the least time between two log lines about failing
-	// creations: the first failure is logged at once, the next ones as one
-	// line with their count once the interval has passed, and the
-	// recovery as one line. Zero means DefaultFailureLogInterval (10s).
+	// LogInterval is the least time between two log lines about a run of
+	// failing creations once it is logged at Warn: the first failure that
+	// a caller got is that caller's to report and is logged at Debug; a run
+	// that persists, or a failure nobody got, is logged at Warn at once;
+	// the next failures as one line with their count once the interval has
+	// passed; the end of the run as one line at Info. Zero means
+	// DefaultFailureLogInterval (10s).
 	LogInterval time.Duration
 	// Disabled turns the delays off: every failure goes to the caller whose
 	// creation it was, and the next caller's creation is tried at once, as
@@ -334,7 +337,10 @@ const (
 	// OverloadDeadline (the default) keeps FIFO order and fails fast the
 	// callers that cannot be served in time. The pool measures how long
 	// objects are held while callers wait (a clock read by the waiting
-	// callers only, never on the fast path). Once at least as many callers
+	// callers only, never on the fast path); it judges nobody before it
+	// has measured 8 holds, and averages those evenly (the first holds of
+	// a pool, those of its start, are often many times the steady ones).
+	// Once at least as many callers
 	// wait for a give-back as there are objects in use, a caller about to
 	// join them, with k ahead of it and n objects in use held for h on
 	// average, expects to be served after (k+1)·h/n and then to need its

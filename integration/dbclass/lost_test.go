@@ -76,7 +76,7 @@ func TestConnectionLostAfterSend(t *testing.T) {
 			return err
 		}},
 		// pgconn reports this one as "conn closed", which
-		// pgconn.SafeToRetry calls safe (see resilience/dbclass's doc).
+		// pgconn.SafeToRetry calls safe (see dbguard's doc).
 		{"pgx simple protocol", func(ctx context.Context, conn *pgx.Conn) error {
 			_, err := conn.Exec(ctx, update)
 			if pgconn.SafeToRetry(err) {
@@ -126,7 +126,7 @@ func checkAmbiguous(t *testing.T, err error) {
 // statement again on a new connection. No error value can undo that: the
 // final driver.ErrBadConn is classified as nothing sent, as database/sql's
 // contract says. If this test fails, pgx has fixed it: update the
-// package documentation of resilience/dbclass.
+// package documentation of dbguard.
 func TestPgxStdlibResendsLostStatement(t *testing.T) {
 	ctx := ctxT(t)
 	counter := counterTable(t, ctx, pg)
