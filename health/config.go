@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/internal/resil"
 )
 
@@ -33,8 +34,9 @@ type Config struct {
 	// own redaction (the passwords of DSNs and of password=... values):
 	// for secrets of your own.
 	Redact func(string) string
-	// Now is the time of reports. Nil means time.Now.
-	Now func() time.Time
+	// Clock gives the time of reports. Nil means clock.System(); tests set
+	// a clocktest.Clock.
+	Clock clock.Clock
 	// LivePath, ReadyPath and ReportPath are the Handler's paths; each must
 	// begin with '/' and differ from the others. Empty means /livez,
 	// /readyz and /health.
@@ -57,9 +59,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Quantiles == nil {
 		c.Quantiles = defaultQuantiles
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = resil.ClockOr(c.Clock)
 	paths := []struct {
 		field string
 		p     *string

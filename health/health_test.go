@@ -212,7 +212,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 		t.Fatal("Take with the server down succeeded")
 	}
 
-	c := newChecker(t, health.Config{Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	c := newChecker(t, health.Config{Clock: clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))})
 	_ = c.Add("orders", health.FromPool(p))
 	rep := c.Report()
 	if len(rep.Pools) != 1 {

@@ -68,7 +68,7 @@ type PauseState struct {
 // Report returns the health of every source, sorted by name. It reads
 // statistics only: it neither waits nor probes.
 func (c *Checker) Report() Report {
-	r := Report{Time: c.cfg.Now()}
+	r := Report{Time: c.cfg.Clock.Now()}
 	names, srcs := c.sorted()
 	for _, name := range names {
 		r.Pools = append(r.Pools, c.poolReport(name, srcs[name]))
