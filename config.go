@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/respool/respool/internal/dsnform"
-
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/dbclass"
 )
@@ -61,7 +60,7 @@ type Config struct {
 	// its multiStatements parameter.
 	InitSQL []string
 
-	// The hooks below are respool's factory.Hooks for database/sql, in the
+	// The hooks below are respool's pool.Factory hooks for database/sql, in the
 	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
 	// *stdlib.Conn, whose Conn method gives the *pgx.Conn), and is bounded by
 	// a timeout of the pool; AfterConnect and BeforeAcquire get a context

@@ -13,7 +13,6 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -723,7 +722,7 @@ func TestRawConnReachesTheRealConnection(t *testing.T) {
 	}
 	h, err := c.Pool().TryTake()
 	if err == nil {
-		defer c.Pool().GiveBack(h)
+		defer h.GiveBack()
 		if _, ok := RawConn(h.Value()).(*faultConn); !ok {
 			t.Errorf("RawConn of a pool object = %T; want the real driver's connection", RawConn(h.Value()))
 		}
@@ -799,7 +798,7 @@ func TestStatementsOnSeveralConnections(t *testing.T) {
 	}
 	// Both connections idle: a test of each, as the pool's tick runs it,
 	// closes the statement there.
-	f := physFactory{real: factory.Connector{Connector: fc}, stmts: &c.stmts}
+	f := physFactory{real: connFactory{connector: fc}, stmts: &c.stmts}
 	var hs []pool.Handle[sqldriver.Conn]
 	for range 2 {
 		h, err := c.pool.TryTake()
@@ -813,7 +812,7 @@ func TestStatementsOnSeveralConnections(t *testing.T) {
 	}
 	m.met(t)
 	for _, h := range hs {
-		if err := c.pool.GiveBack(h); err != nil {
+		if err := h.GiveBack(); err != nil {
 			t.Fatal(err)
 		}
 	}

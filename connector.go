@@ -10,10 +10,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/respool/respool/internal/dsnform"
-
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 )
 
@@ -61,7 +59,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 // parseDSN read it, cfg being the Config it returned, valid: cfg is then
 // neither validated nor its DSN read again.
 func newConnector(cfg Config, text *dsnform.Text,
-	newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
+	newPool func(pool.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
 	var err error
 	if text == nil {
 		if text, err = cfg.validate(nil); err != nil {
@@ -85,9 +83,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
 		return nil, err
 	}
-	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
+	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard}
-	if c.pool, err = newPool(f, pc); err != nil {
+	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
 		return nil, err
 	}

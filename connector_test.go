@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/internal/dsnform"
-
 	"github.com/DATA-DOG/go-sqlmock"
 
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 )
 
@@ -628,10 +627,10 @@ func TestAcquireTimeout(t *testing.T) {
 			if err := <-res; !errors.Is(err, context.Canceled) || errors.Is(err, pool.ErrAcquireTimeout) {
 				t.Errorf("query whose context ended while it waited: %v; want the context's error", err)
 			}
-			_ = c2.Pool().GiveBack(h2)
+			_ = h2.GiveBack()
 
 			for _, h := range held {
-				if err := c.Pool().GiveBack(h); err != nil {
+				if err := h.GiveBack(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -33,7 +33,7 @@
 // go-sql-driver/mysql notices a connection the server closed); one it
 // refuses is closed and the pool looks for another, so that sessions the
 // server ended (a restart, pg_terminate_backend, KILL, an idle timeout) fail
-// no query. The pool runs the check as its factory.Hooks.BeforeHandOut: it
+// no query. The pool runs the check as its pool.Factory's BeforeHandOut: it
 // ends with the caller's context or after the pool's TestTimeout, whichever
 // comes first. A connection made for the caller is not checked. Giving a
 // connection back does no I/O, so it cannot hang on a network that stopped.

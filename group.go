@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -96,7 +95,7 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
-	c, err := newConnector(cfg, nil, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
+	c, err := newConnector(cfg, nil, func(f pool.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
 		p, err := g.k.Add(key, f, pc)
 		var ce *pool.ConfigError
 		if errors.As(err, &ce) {

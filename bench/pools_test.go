@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/puddle/v2"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
@@ -93,7 +92,7 @@ type respoolPool struct{ p *pool.Pool[*object] }
 
 func newRespool(size int, lc leak.Config) (benchPool, error) {
 	p, err := pool.New[*object](
-		factory.Funcs[*object]{CreateFunc: newObject()},
+		pool.Factory[*object]{Create: newObject()},
 		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, Leak: lc},
 	)
 	if err != nil {
@@ -136,7 +135,7 @@ func (w *respoolWorker) take(ctx context.Context) error {
 }
 
 func (w *respoolWorker) giveBack() error {
-	err := w.p.GiveBack(w.h)
+	err := w.h.GiveBack()
 	w.h = pool.Handle[*object]{}
 	return err
 }
@@ -162,7 +161,7 @@ func newKeyed(size int, lc leak.Config) (benchPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := factory.Funcs[*object]{CreateFunc: newObject()}
+	f := pool.Factory[*object]{Create: newObject()}
 	for _, key := range keyedKeys {
 		if _, err := k.Add(key, f, pool.Config{}); err != nil {
 			return nil, err
@@ -192,7 +191,7 @@ func (w *keyedWorker) take(ctx context.Context) error {
 }
 
 func (w *keyedWorker) giveBack() error {
-	err := w.k.GiveBack(w.h)
+	err := w.h.GiveBack()
 	w.h = pool.Handle[*object]{}
 	return err
 }

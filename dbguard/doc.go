@@ -1,8 +1,8 @@
 // Package dbguard puts respool's resilience mechanisms around a database:
 // the path by which connections are made, and the admission of the work
 // done on them. The database/sql driver (package respool) builds one Guard
-// per Connector; a pool of native connections (factory/pgxfactory, or any
-// factory.Factory) gets the same path with Factory.
+// per Connector; a pool of native connections (respool.PgxFactory, or any
+// pool.Factory) gets the same path with Factory.
 //
 // # The creation path
 //
@@ -72,5 +72,5 @@
 // Exit (the breaker's count window writes nothing while it holds only
 // successes), and a take one atomic load in Check.
 //
-// This package imports factory and resilience; pool does not import it.
+// This package imports pool and resilience; pool does not import it.
 package dbguard

@@ -52,11 +52,11 @@ func FromPool[T any](p *pool.Pool[T]) Source {
 			}
 			if pinger, ok := any(h.Value()).(interface{ Ping(context.Context) error }); ok {
 				if err := pinger.Ping(ctx); err != nil {
-					_ = p.Discard(h)
+					_ = h.Discard()
 					return err
 				}
 			}
-			return p.GiveBack(h)
+			return h.GiveBack()
 		},
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/httpguard"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
@@ -47,7 +46,7 @@ func call(t *testing.T, url string) (int, string, string) {
 }
 
 func TestQueueFullIs503WithRetryAfter(t *testing.T) {
-	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
+	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
 		pool.Config{MaxObjects: 1, MaxQueueSize: 1, Leak: leak.Config{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +58,7 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer p.GiveBack(h)
+		defer h.GiveBack()
 		_, _ = io.WriteString(w, "served")
 		return nil
 	}))
@@ -75,14 +74,14 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 	go func() {
 		defer close(queued)
 		if h, err := p.Take(ctx); err == nil {
-			_ = p.GiveBack(h)
+			_ = h.GiveBack()
 		}
 	}()
 	waitUntil(t, "the caller queued", func() bool { return p.Stats().Queued == 1 })
 	code, ra, body := call(t, srv.URL)
 	cancel()
 	<-queued
-	_ = p.GiveBack(held)
+	_ = held.GiveBack()
 	if code != http.StatusServiceUnavailable || ra != "2" || strings.Contains(body, "queue") {
 		t.Fatalf("queue full: %d Retry-After %q body %q, want 503, 2, no error text", code, ra, body)
 	}

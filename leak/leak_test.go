@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
@@ -18,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // A pool that records who took each object and reports handles held longer
 // than a minute. Search the logs for leak.MsgLeak and leak.MsgHeld.
 func ExampleConfig() {
-	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}
+	f := pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}
 	p, err := pool.New[int](f, pool.Config{
 		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute},
 	})

@@ -345,9 +345,9 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	}
 	goBounded(p, parent, p.cfg.CreateTimeout, "create",
 		func(ctx context.Context) result {
-			obj, err := p.factory.Create(ctx)
-			if err == nil && p.hooks.AfterCreate != nil {
-				if err = p.hooks.AfterCreate(ctx, obj); err != nil {
+			obj, err := p.f.Create(ctx)
+			if err == nil && p.f.AfterCreate != nil {
+				if err = p.f.AfterCreate(ctx, obj); err != nil {
 					p.destroyLate(obj, DestroyRejected) // never an entry
 				}
 			}
@@ -547,7 +547,10 @@ func (a *actor[T]) startTest(e *entry[T]) {
 	a.publishBusy()
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "test",
 		func(ctx context.Context) error {
-			err := p.factory.Test(ctx, e.obj)
+			var err error
+			if p.f.Test != nil {
+				err = p.f.Test(ctx, e.obj)
+			}
 			if err == nil {
 				err = ctx.Err() // a Test that ignored its deadline still failed it
 			}

@@ -438,7 +438,7 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cycle %d: Take at the retry time = %v, want the attempt's object", i, err)
 		}
-		if err := h.p.Discard(hd); err != nil {
+		if err := hd.Discard(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
 )
 
 // fullServer is a factory in front of a server that accepts limit objects
@@ -48,9 +46,9 @@ func backPressureFor(d time.Duration) func(error) (time.Duration, bool) {
 // limit.
 func newFullServerHarness(t *testing.T, cfg Config, limit int64) (*harness, *fullServer) {
 	var s *fullServer
-	h := newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] {
+	h := newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] {
 		s = &fullServer{fakeFactory: f, limit: limit}
-		return s
+		return factoryOf[*fakeObj](s)
 	})
 	return h, s
 }
@@ -68,7 +66,7 @@ func TestBackPressureShrinksThePoolToWhatTheServerAccepted(t *testing.T) {
 			hd, err := h.p.Take(context.Background())
 			if err == nil {
 				<-release
-				err = h.p.GiveBack(hd)
+				err = hd.GiveBack()
 			}
 			results <- takeResult{hd, err}
 		}()

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 )
 
@@ -25,7 +24,7 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.MaxObjects = 8
-			p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, c.cfg)
+			p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, c.cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -37,7 +36,7 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := p.GiveBack(h); err != nil {
+				if err := h.GiveBack(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -62,7 +61,7 @@ func BenchmarkKeyedTakeGiveBack(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer k.Close(context.Background())
-			f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}
+			f := Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}
 			for _, key := range []string{"primary", "replica"} {
 				if _, err := k.Add(key, f, Config{}); err != nil {
 					b.Fatal(err)
@@ -75,7 +74,7 @@ func BenchmarkKeyedTakeGiveBack(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := k.GiveBack(h); err != nil {
+				if err := h.GiveBack(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -63,7 +63,7 @@ func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2})
 	h.add("a", Config{})
 	bf := &fakeFactory{}
-	pb := h.addOf("b", bf, Config{})
+	pb := h.addOf("b", factoryOf[*fakeObj](bf), Config{})
 	h.add("c", Config{})
 	a1, b1 := h.take("a"), h.take("b")
 	bf.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
@@ -231,7 +231,7 @@ func TestKeyedStatsKeepOnlyTheCountsOfClosedKeys(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2, MaxQueueSize: 100})
 	failing := &fakeFactory{}
 	failing.createErr = errors.New("connection refused")
-	down := h.addOf("down", failing, Config{})
+	down := h.addOf("down", factoryOf[*fakeObj](failing), Config{})
 	if _, err := h.k.Take(context.Background(), "down"); err == nil {
 		t.Fatal("Take of a key whose creations fail succeeded")
 	}

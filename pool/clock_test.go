@@ -135,7 +135,7 @@ func TestSystemClockTakesTheFastPath(t *testing.T) {
 		{"clock.System()", clock.System(), true},
 		{"clocktest", clocktest.New(time.Time{}), false},
 	} {
-		p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, Clock: c.clk, Leak: leak.Config{Disabled: true}})
+		p, err := New[*fakeObj](factoryOf[*fakeObj](&fakeFactory{}), Config{MaxObjects: 1, Clock: c.clk, Leak: leak.Config{Disabled: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestSystemClockTakesTheFastPath(t *testing.T) {
 // context's deadline, allocates nothing on the system clock (leak tracking
 // off): the wait's timer is recycled and its clock readings are monotonic.
 func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
-	p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, AcquireTimeout: time.Hour,
+	p, err := New[*fakeObj](factoryOf[*fakeObj](&fakeFactory{}), Config{MaxObjects: 1, AcquireTimeout: time.Hour,
 		Clock: clock.System(), Leak: leak.Config{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
 			for p.queued.Load() == 0 {
 				runtime.Gosched()
 			}
-			if e := p.GiveBack(h); err == nil {
+			if e := h.GiveBack(); err == nil {
 				err = e
 			}
 		}
@@ -198,7 +198,7 @@ func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.Creates != 1 || s.Waits < 50 {

@@ -59,7 +59,7 @@ func TestCloseDestroysIdleObjectsAtOnce(t *testing.T) {
 
 func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	f := &fakeFactory{}
-	p, err := New[*fakeObj](f, Config{MaxObjects: 1, Clock: newFakeClock()})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 1, Clock: newFakeClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 object still alive (1 in use)") {
 		t.Fatalf("Close = %v, want context.Canceled naming 1 object in use", err)
 	}
-	if err := p.GiveBack(a); err != nil {
+	if err := a.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -128,7 +128,7 @@ func TestCloseReleasesEveryWaiter(t *testing.T) {
 func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	f := &fakeFactory{}
-	p, err := New[*fakeObj](f, Config{MaxObjects: 3, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 3, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.GiveBack(c); err != nil { // idle
+	if err := c.GiveBack(); err != nil { // idle
 		t.Fatal(err)
 	}
 	p.StartClose()
@@ -149,7 +149,7 @@ func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 		t.Fatalf("Take after StartClose = %v", err)
 	}
 	waitUntil(t, "the idle object is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 1 })
-	if err := p.GiveBack(a); err != nil {
+	if err := a.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the object given back is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 2 })

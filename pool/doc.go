@@ -82,8 +82,9 @@
 // this off; OverloadCoDel is the controlled delay of Facebook's "Fail at
 // Scale" (see OverloadPolicy, and bench/ for the measurements).
 //
-// Every Take hands out a Handle: give it back with GiveBack, or with Discard
-// when the object is broken. A Handle that is lost without either is found
+// Every Take hands out a Handle: give it back with its GiveBack, or with its
+// Discard when the object is broken (a Handle knows its pool, as puddle's
+// Resource does). A Handle that is lost without either is found
 // by the garbage collector (see package leak), reported as LEAK-DETECTED and
 // its object destroyed so that its slot is freed; Close runs collections to
 // find such Handles. Each Take's Handle has its own token (one small

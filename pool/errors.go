@@ -25,10 +25,9 @@ var (
 	// ErrNoIdleObject is returned by TryTake when no idle object is ready.
 	ErrNoIdleObject = errors.New("pool: no idle object")
 	// ErrAlreadyReturned is returned when a Handle is given back (or
-	// discarded) a second time, or after its object was reclaimed as leaked.
+	// discarded) a second time, or after its object was reclaimed as leaked,
+	// and for the zero Handle.
 	ErrAlreadyReturned = errors.New("pool: handle already given back")
-	// ErrForeignHandle is returned for a Handle this pool did not hand out.
-	ErrForeignHandle = errors.New("pool: handle not from this pool")
 )
 
 // QueueFullError says a Take was refused at once because the wait queue was

@@ -161,7 +161,11 @@ func (p *Pool[T]) emit(e Event, log bool) {
 
 // destroyObject destroys obj for why, reports it, and counts it.
 func (p *Pool[T]) destroyObject(obj T, why DestroyReason) {
-	if err := p.factory.Destroy(obj); err != nil {
+	var err error
+	if p.f.Destroy != nil {
+		err = p.f.Destroy(obj)
+	}
+	if err != nil {
 		p.emit(Event{Kind: EventDestroyFailed, Reason: why, Err: err}, true)
 	} else {
 		p.emit(Event{Kind: EventDestroyed, Reason: why}, true)

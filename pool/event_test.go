@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 )
 
@@ -42,7 +41,7 @@ func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", OnEvent: got.add,
 		CreateBackoff: BackoffConfig{Disabled: true}, Leak: leak.Config{Disabled: true}})
 	// A destroy for a reason, two failed creations, a recovery.
-	if err := h.p.Discard(h.take()); err != nil {
+	if err := h.take().Discard(); err != nil {
 		t.Fatal(err)
 	}
 	h.ev.wait(t, "destroyed", 1)
@@ -93,10 +92,10 @@ func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 	var got eventLog
 	errClose := errors.New("close: broken pipe")
 	h := newHarnessOf(t, Config{MaxObjects: 1, OnEvent: got.add, Leak: leak.Config{Disabled: true}},
-		func(f *fakeFactory) factory.Factory[*fakeObj] { return destroyFails{f, errClose} })
+		func(f *fakeFactory) Factory[*fakeObj] { return factoryOf[*fakeObj](destroyFails{f, errClose}) })
 	hd := h.take()
 	hd.Value().broken.Store(true) // Validate fails at give-back: destroyed as invalid
-	_ = h.p.GiveBack(hd)
+	_ = hd.GiveBack()
 	h.ev.wait(t, "destroyed", 1)
 	if d := got.of(EventDestroyFailed); len(d) != 1 || d[0].Reason != DestroyInvalid || !errors.Is(d[0].Err, errClose) {
 		t.Fatalf("destroy_failed events = %+v", d)

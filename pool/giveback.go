@@ -5,12 +5,32 @@ import (
 	"runtime"
 )
 
-// GiveBack returns h's object to the pool: it is validated, then handed to
+// GiveBack returns h's object to its pool: it is validated, then handed to
 // the caller that has waited longest, or kept idle. An object that fails
-// Validate or has outlived its lifetime is destroyed. Giving back twice
-// returns ErrAlreadyReturned, a Handle from elsewhere ErrForeignHandle; the
-// pool is unharmed by either.
-func (p *Pool[T]) GiveBack(h Handle[T]) error {
+// Validate or has outlived its lifetime is destroyed. In a Keyed, the object
+// goes back to its key. Giving back twice (or after Discard, or after the
+// object was reclaimed as leaked) returns ErrAlreadyReturned, as does the
+// zero Handle; the pool is unharmed.
+func (h Handle[T]) GiveBack() error {
+	if h.e == nil {
+		return ErrAlreadyReturned
+	}
+	return h.e.pool.giveBack(h)
+}
+
+// Discard destroys h's object instead of giving it back: use it for an
+// object found broken. Its slot is freed for a new object (in a Keyed, it
+// goes to whoever waits for the budget first). It returns
+// ErrAlreadyReturned as GiveBack does.
+func (h Handle[T]) Discard() error {
+	if h.e == nil {
+		return ErrAlreadyReturned
+	}
+	return h.e.pool.discard(h)
+}
+
+// giveBack is GiveBack for h, a Handle of p.
+func (p *Pool[T]) giveBack(h Handle[T]) error {
 	e, err := p.claim(h)
 	if err != nil {
 		return err
@@ -20,7 +40,7 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 		p.destroy(e, DestroyInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
 		p.destroy(e, DestroyLifetime)
-	case p.hooks.AfterGiveBack != nil && !p.closed.Load():
+	case p.f.AfterGiveBack != nil && !p.closed.Load():
 		p.afterGiveBack(e)
 	default:
 		p.putIdle(e)
@@ -35,7 +55,7 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 	p.checking.Add(1)
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "AfterGiveBack",
-		func(ctx context.Context) error { return p.hooks.AfterGiveBack(ctx, e.obj) },
+		func(ctx context.Context) error { return p.f.AfterGiveBack(ctx, e.obj) },
 		func(err, errBound error) {
 			p.checking.Add(-1)
 			switch {
@@ -53,9 +73,8 @@ func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 		})
 }
 
-// Discard destroys h's object instead of giving it back: use it for an
-// object found broken. Its slot is freed for a new object.
-func (p *Pool[T]) Discard(h Handle[T]) error {
+// discard is Discard for h, a Handle of p.
+func (p *Pool[T]) discard(h Handle[T]) error {
 	e, err := p.claim(h)
 	if err != nil {
 		return err
@@ -68,9 +87,6 @@ func (p *Pool[T]) Discard(h Handle[T]) error {
 // reclaim wins.
 func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 	e := h.e
-	if e == nil || e.pool != p {
-		return nil, ErrForeignHandle
-	}
 	if !e.lease.CompareAndSwap(h.lease, h.lease+1) {
 		return nil, ErrAlreadyReturned
 	}

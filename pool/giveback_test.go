@@ -12,10 +12,10 @@ func TestGiveBackTwiceIsAnErrorAndHarmsNothing(t *testing.T) {
 	a := h.take()
 	h.giveBack(a)
 	b := h.take() // the same object, now someone else's
-	if err := h.p.GiveBack(a); !errors.Is(err, ErrAlreadyReturned) {
+	if err := a.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("second GiveBack = %v, want ErrAlreadyReturned", err)
 	}
-	if err := h.p.Discard(a); !errors.Is(err, ErrAlreadyReturned) {
+	if err := a.Discard(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("Discard after GiveBack = %v, want ErrAlreadyReturned", err)
 	}
 	if s := h.p.Stats(); s.Idle != 0 || s.InUse != 1 {
@@ -24,17 +24,25 @@ func TestGiveBackTwiceIsAnErrorAndHarmsNothing(t *testing.T) {
 	h.giveBack(b)
 }
 
-func TestGiveBackOfAHandleFromElsewhere(t *testing.T) {
+// A Handle goes back to the pool it came from, whichever pool the code
+// giving it back holds; the zero Handle is refused.
+func TestHandleGoesBackToItsOwnPool(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1})
 	other := newHarness(t, Config{MaxObjects: 1})
 	o := other.take()
-	if err := h.p.GiveBack(o); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("GiveBack(other pool's handle) = %v, want ErrForeignHandle", err)
+	if err := o.GiveBack(); err != nil {
+		t.Fatal(err)
 	}
-	if err := h.p.GiveBack(Handle[*fakeObj]{}); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("GiveBack(zero handle) = %v, want ErrForeignHandle", err)
+	if s, so := h.p.Stats(), other.p.Stats(); s.Total != 0 || so.Idle != 1 || so.InUse != 0 {
+		t.Fatalf("stats %+v and %+v; want the object idle in its own pool, none in the other", s, so)
 	}
-	other.giveBack(o)
+	var zero Handle[*fakeObj]
+	if err := zero.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("GiveBack of the zero Handle = %v, want ErrAlreadyReturned", err)
+	}
+	if err := zero.Discard(); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("Discard of the zero Handle = %v, want ErrAlreadyReturned", err)
+	}
 }
 
 func TestGiveBackDestroysAnInvalidObject(t *testing.T) {
@@ -52,7 +60,7 @@ func TestDiscardFreesTheSlotForAWaiter(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1})
 	a := h.take()
 	w := h.waiting(context.Background(), 1)
-	if err := h.p.Discard(a); err != nil {
+	if err := a.Discard(); err != nil {
 		t.Fatal(err)
 	}
 	r := <-w
@@ -120,7 +128,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	if err := (Config{CreateBackoff: BackoffConfig{Initial: 5 * time.Second}, Overload: OverloadConfig{Target: time.Second}}).Validate(); err != nil {
 		t.Errorf("Initial above the default Max: %v", err)
 	}
-	if _, err := New[*fakeObj](nil, Config{}); err == nil {
+	if _, err := New[*fakeObj](Factory[*fakeObj]{}, Config{}); err == nil {
 		t.Error("New with a nil factory succeeded")
 	}
 }

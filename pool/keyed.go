@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 )
 
@@ -95,11 +94,11 @@ var ErrKeyExists = errors.New("pool: key exists")
 //     constant load lends the budget to one that waits until both hold about
 //     as many (Stats.Destroyed(DestroyYielded)).
 //
-// Take(ctx, key) takes from a key's pool, GiveBack and Discard return a
-// Handle to it; Pool(key) is the key's *Pool itself, whose Take, TryTake,
-// GiveBack, Discard and Stats are a Pool's within the budget and whose
-// Close closes that key alone (it can then be added again). Stats sums every
-// key and lists each.
+// Take(ctx, key) takes from a key's pool; the Handle's GiveBack and Discard
+// return it to that key. Pool(key) is the key's *Pool itself, whose Take,
+// TryTake and Stats are a Pool's within the budget and whose Close closes
+// that key alone (it can then be added again). Stats sums every key and
+// lists each.
 type Keyed[K comparable, T any] struct {
 	cfg    KeyedConfig[K, T] // with defaults; immutable
 	b      *budget[T]
@@ -143,7 +142,7 @@ type KeyedConfig[K comparable, T any] struct {
 	// Take asks for a key not added (one factory that takes the key). Nil
 	// means keys come from Add only, and Take of another key fails with
 	// ErrUnknownKey.
-	NewKey func(key K) (factory.Factory[T], Config, error)
+	NewKey func(key K) (Factory[T], Config, error)
 }
 
 // Validate reports the first field whose value is not accepted, as a
@@ -217,7 +216,7 @@ func (k *Keyed[K, T]) Config() KeyedConfig[K, T] { return k.cfg }
 // exceed the Keyed's MaxObjects. It fails with ErrKeyExists if key is there
 // already, with ErrClosed once the Keyed is closing, and with a
 // *ConfigError naming the field otherwise.
-func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], error) {
+func (k *Keyed[K, T]) Add(key K, f Factory[T], cfg Config) (*Pool[T], error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
@@ -356,28 +355,6 @@ func (k *Keyed[K, T]) newKey(key K) (*Pool[T], error) {
 		}
 	}
 	return p, err
-}
-
-// GiveBack returns h's object to its key's pool (see Pool.GiveBack).
-func (k *Keyed[K, T]) GiveBack(h Handle[T]) error {
-	if !k.owns(h) {
-		return ErrForeignHandle
-	}
-	return h.e.pool.GiveBack(h)
-}
-
-// Discard destroys h's object instead of giving it back (see Pool.Discard);
-// its slot goes to whoever waits for the budget first.
-func (k *Keyed[K, T]) Discard(h Handle[T]) error {
-	if !k.owns(h) {
-		return ErrForeignHandle
-	}
-	return h.e.pool.Discard(h)
-}
-
-// owns reports whether h comes from one of k's keys.
-func (k *Keyed[K, T]) owns(h Handle[T]) bool {
-	return h.e != nil && h.e.pool != nil && h.e.pool.keyed == k.b
 }
 
 // forget drops p, which is closing, from the keys, so that its key can be

@@ -63,7 +63,7 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 	add := func(i int) {
 		c := cfg
 		c.MaxObjects, c.MinIdle = keyedStressKeys[i].maxObjects, keyedStressKeys[i].idles
-		if _, err := k.Add(keyedStressKeys[i].key, cf, c); err != nil && !errors.Is(err, ErrClosed) {
+		if _, err := k.Add(keyedStressKeys[i].key, factoryOf[*fakeObj](cf), c); err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("Add: %v", err)
 		}
 	}
@@ -107,5 +107,5 @@ func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
 		t.Errorf("Take(%q) handed out an object of %s", key, h.e.pool.cfg.Name)
 	}
-	holdAndReturn(t, rng, h, k.GiveBack, k.Discard)
+	holdAndReturn(t, rng, h)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
-	"github.com/respool/respool/factory"
 )
 
 func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
@@ -231,7 +230,7 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 func TestKeyedMinIdleTogetherWithinTheBudget(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3})
 	h.add("a", Config{MinIdle: 2})
-	_, err := h.k.Add("b", h.f, Config{MinIdle: 2})
+	_, err := h.k.Add("b", factoryOf[*fakeObj](h.f), Config{MinIdle: 2})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "MinIdle" {
 		t.Fatalf("Add with MinIdle over the budget = %v, want a *ConfigError on MinIdle", err)
@@ -307,7 +306,7 @@ func TestKeyedCloseReleasesEveryKeyAndWaitsForObjectsOut(t *testing.T) {
 	if _, err := h.k.Take(context.Background(), "b"); !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take after Close = %v, want ErrClosed or ErrUnknownKey", err)
 	}
-	if _, err := h.k.Add("d", h.f, Config{}); !errors.Is(err, ErrClosed) {
+	if _, err := h.k.Add("d", factoryOf[*fakeObj](h.f), Config{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Add after Close = %v, want ErrClosed", err)
 	}
 	select {
@@ -357,7 +356,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	failing := &fakeFactory{}
 	refused := errors.New("connection refused")
 	failing.createErr = refused
-	h.addOf("down", failing, Config{})
+	h.addOf("down", factoryOf[*fakeObj](failing), Config{})
 	h.add("up", Config{})
 	if _, err := h.k.Take(context.Background(), "down"); !errors.Is(err, refused) {
 		t.Fatalf("Take = %v, want the creation's error", err)
@@ -403,16 +402,16 @@ func TestKeyedConfigErrors(t *testing.T) {
 		{"MinIdle", Config{MinIdle: 5}},
 		{"MaxLifetime", Config{MaxLifetime: -1}},
 	} {
-		if _, err := h.k.Add("x", h.f, c.cfg); !isConfigError(err, c.field) {
+		if _, err := h.k.Add("x", factoryOf[*fakeObj](h.f), c.cfg); !isConfigError(err, c.field) {
 			t.Errorf("Add with %+v = %v, want a *ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 	// The Keyed's own values are accepted.
 	h.add("a", Config{MaxObjects: 4, MaxQueueSize: 8, Clock: h.clk})
-	if _, err := h.k.Add("a", h.f, Config{}); !errors.Is(err, ErrKeyExists) {
+	if _, err := h.k.Add("a", factoryOf[*fakeObj](h.f), Config{}); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("Add of a key twice = %v, want ErrKeyExists", err)
 	}
-	if _, err := h.k.Add("b", nil, Config{}); !isConfigError(err, "factory") {
+	if _, err := h.k.Add("b", Factory[*fakeObj]{}, Config{}); !isConfigError(err, "Factory.Create") {
 		t.Fatalf("Add with a nil factory = %v, want a *ConfigError on factory", err)
 	}
 }
@@ -427,12 +426,12 @@ func isConfigError(err error, field string) bool {
 func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	f := &fakeFactory{}
 	var made []string
-	cfg := KeyedConfig[string, *fakeObj]{MaxObjects: 2, NewKey: func(key string) (factory.Factory[*fakeObj], Config, error) {
+	cfg := KeyedConfig[string, *fakeObj]{MaxObjects: 2, NewKey: func(key string) (Factory[*fakeObj], Config, error) {
 		if key == "bad" {
-			return nil, Config{}, errors.New("no such service")
+			return Factory[*fakeObj]{}, Config{}, errors.New("no such service")
 		}
 		made = append(made, key) // one caller at a time here
-		return f, Config{MaxObjects: 1}, nil
+		return factoryOf[*fakeObj](f), Config{MaxObjects: 1}, nil
 	}}
 	k, err := NewKeyed(cfg)
 	if err != nil {
@@ -443,7 +442,7 @@ func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.GiveBack(hd); err != nil {
+	if err := hd.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Take(context.Background(), "bad"); err == nil || k.Pool("bad") != nil {
@@ -454,23 +453,26 @@ func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	}
 }
 
-func TestKeyedRefusesForeignHandles(t *testing.T) {
+func TestKeyedHandlesGoBackToTheirKey(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2})
 	h.add("a", Config{})
-	other := newHarness(t, Config{})
-	foreign := other.take()
-	if err := h.k.GiveBack(foreign); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("GiveBack of a Pool's Handle = %v, want ErrForeignHandle", err)
+	h.add("b", Config{})
+	var zero Handle[*fakeObj]
+	if err := zero.Discard(); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("Discard of a zero Handle = %v, want ErrAlreadyReturned", err)
 	}
-	if err := h.k.Discard(Handle[*fakeObj]{}); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("Discard of a zero Handle = %v, want ErrForeignHandle", err)
-	}
-	other.giveBack(foreign)
-	a := h.take("a")
-	if err := h.k.Discard(a); err != nil {
+	b := h.take("b")
+	if err := b.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.k.GiveBack(a); !errors.Is(err, ErrAlreadyReturned) {
+	if s := h.k.Stats(); s.Keys["b"].Idle != 1 || s.Keys["a"].Total != 0 {
+		t.Fatalf("stats %+v; want b's object idle in b", s)
+	}
+	a := h.take("a")
+	if err := a.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("GiveBack after Discard = %v, want ErrAlreadyReturned", err)
 	}
 }

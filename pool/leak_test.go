@@ -97,7 +97,7 @@ func TestStaleCopyOfAnOldHandleDoesNotHideALaterLeak(t *testing.T) {
 		runtime.GC()
 		return h.p.Stats().LeaksDetected == 1
 	})
-	if err := h.p.GiveBack(stale); !errors.Is(err, ErrAlreadyReturned) {
+	if err := stale.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("GiveBack(stale) = %v, want ErrAlreadyReturned", err)
 	}
 }
@@ -116,7 +116,7 @@ func loseAHandle(p *Pool[*fakeObj]) {
 func TestCloseFindsLostHandles(t *testing.T) {
 	f := &fakeFactory{}
 	var log logBuffer
-	p, err := New[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 2, Clock: newFakeClock(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
 )
 
 func TestStatsDestroysByReason(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2})
 	a, b := h.take(), h.take()
-	if err := h.p.Discard(a); err != nil {
+	if err := a.Discard(); err != nil {
 		t.Fatal(err)
 	}
 	b.Value().broken.Store(true)
@@ -52,15 +50,13 @@ func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
 	}
 }
 
-func TestNewRefusesFuncsWithoutCreateFunc(t *testing.T) {
-	for _, f := range []factory.Factory[int]{factory.Funcs[int]{}, &factory.Funcs[int]{}} {
-		_, err := New[int](f, Config{})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "factory" || !strings.Contains(err.Error(), "CreateFunc") {
-			t.Fatalf("New(%T without CreateFunc) = %v, want a ConfigError naming CreateFunc", f, err)
-		}
+func TestNewRefusesAFactoryWithoutCreate(t *testing.T) {
+	_, err := New[int](Factory[int]{Destroy: func(int) error { return nil }}, Config{})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Factory.Create" || !strings.Contains(err.Error(), "Factory.Create") {
+		t.Fatalf("New(Factory without Create) = %v, want a ConfigError naming Factory.Create", err)
 	}
-	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, Config{})
+	p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +81,7 @@ func TestCountSaysOneInTheSingular(t *testing.T) {
 func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
+	p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
 		Config{MaxObjects: MaxObjectsLimit})
 	runtime.ReadMemStats(&after)
 	if err != nil {
@@ -109,7 +105,7 @@ func TestStatsDoesNotNeedTheActor(t *testing.T) {
 		}
 	}
 	f := &fakeFactory{}
-	p, err := newPool[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
+	p, err := newPool[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +125,7 @@ func TestStatsDoesNotNeedTheActor(t *testing.T) {
 		t.Error("Stats waited for the actor")
 	}
 	close(release)
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(context.Background()); err != nil {

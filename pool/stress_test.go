@@ -80,7 +80,7 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 	cfg.MaxLifetime = 5 * time.Millisecond
 	cfg.TestTimeout = time.Second
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	p, err := New[*fakeObj](cf, cfg)
+	p, err := New[*fakeObj](factoryOf[*fakeObj](cf), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func stressFactory(failer func(call, live int64) error) (*fakeFactory, *failingF
 
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 	if h, ok := stressTake(t, rng, p.Take, p.TryTake, nil); ok {
-		holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+		holdAndReturn(t, rng, h)
 	}
 }
 
@@ -218,7 +218,7 @@ func stressTake(t *testing.T, rng *rand.Rand, take func(context.Context) (Handle
 // nobody else holds its object), may break its object, and gives it back or
 // discards it with giveBack and discard, checking that a second give-back
 // is refused.
-func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, discard func(Handle[*fakeObj]) error) {
+func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj]) {
 	o := h.Value()
 	if !o.held.CompareAndSwap(0, 1) {
 		t.Errorf("object %d handed to two callers", o.id)
@@ -233,14 +233,14 @@ func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, d
 	o.held.Store(0)
 	var err error
 	if rng.IntN(10) == 0 {
-		err = discard(h)
+		err = h.Discard()
 	} else {
-		err = giveBack(h)
+		err = h.GiveBack()
 	}
 	if err != nil {
 		t.Errorf("give back: %v", err)
 	}
-	if err := giveBack(h); !errors.Is(err, ErrAlreadyReturned) {
+	if err := h.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Errorf("second give back = %v, want ErrAlreadyReturned", err)
 	}
 }

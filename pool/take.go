@@ -133,7 +133,7 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 		p.destroy(e, DestroyLifetime)
 		return Handle[T]{}, nil, false
 	}
-	if p.hooks.BeforeHandOut != nil {
+	if p.f.BeforeHandOut != nil {
 		if err := p.beforeHandOut(ctx, e); err != nil {
 			p.destroy(e, DestroyRejected)
 			if err := ctx.Err(); err != nil {
@@ -150,11 +150,11 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 // which costs no timer (handOutBound).
 func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
 	if ctx.Done() == nil {
-		return p.hooks.BeforeHandOut(p.handOutBound(ctx), e.obj)
+		return p.f.BeforeHandOut(p.handOutBound(ctx), e.obj)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
 	defer cancel()
-	return p.hooks.BeforeHandOut(ctx, e.obj)
+	return p.f.BeforeHandOut(ctx, e.obj)
 }
 
 // lend marks e as out and returns its Handle; e must be held by the caller

@@ -296,7 +296,7 @@ func TestEverySlotFreedUnderAFullPoolGoesToAWaiter(t *testing.T) {
 		}
 	}
 	for _, hd := range []Handle[*fakeObj]{a, b} {
-		if err := h.p.Discard(hd); err != nil {
+		if err := hd.Discard(); err != nil {
 			t.Fatal(err)
 		}
 	}

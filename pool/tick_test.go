@@ -148,7 +148,7 @@ func TestMinIdleIsFilledAtStartAndRefilled(t *testing.T) {
 		t.Fatalf("idle = %d at start, want MinIdle 2", s.Idle)
 	}
 	a := h.take()
-	if err := h.p.Discard(a); err != nil {
+	if err := a.Discard(); err != nil {
 		t.Fatal(err)
 	}
 	h.ev.wait(t, "destroyed", 1)

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
@@ -32,8 +31,8 @@ func main() {
 func run() error {
 	var ids atomic.Int64
 	leaked := make(chan struct{}, 1)
-	f := factory.Funcs[*conn]{
-		CreateFunc: func(ctx context.Context) (*conn, error) {
+	f := pool.Factory[*conn]{
+		Create: func(ctx context.Context) (*conn, error) {
 			time.Sleep(2 * time.Millisecond) // a connection handshake
 			return &conn{id: ids.Add(1)}, nil
 		},
@@ -77,7 +76,7 @@ func run() error {
 			}
 			time.Sleep(time.Millisecond) // a query
 			served.Add(1)
-			_ = p.GiveBack(h)
+			_ = h.GiveBack()
 		}()
 	}
 	wg.Wait()

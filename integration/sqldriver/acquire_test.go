@@ -43,7 +43,7 @@ func TestAcquireTimeout(t *testing.T) {
 				}
 				defer func() {
 					for _, h := range held {
-						_ = c.Pool().GiveBack(h)
+						_ = h.GiveBack()
 					}
 				}()
 
@@ -66,7 +66,7 @@ func TestAcquireTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = c.Pool().GiveBack(h) }()
+			defer func() { _ = h.GiveBack() }()
 			cctx, cancel := context.WithCancel(ctx)
 			res := make(chan error, 1)
 			go func() { res <- db.QueryRowContext(cctx, "SELECT 1").Scan(new(int)) }()
