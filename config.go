@@ -34,7 +34,7 @@ type Config struct {
 	// in a DSN).
 	Connector driver.Connector
 	// Pool configures the pool (and its leak tracking), as pool.Config
-	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
+	// documents, but for Pool.HoldThreshold: on this path zero means
 	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
 	// reported, and a negative threshold means no hold-time report
 	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
@@ -148,13 +148,12 @@ type Config struct {
 // unterminated quote), or whose password its form cannot carry as written
 // (a URL password holding an unencoded '@' or '/': the error says to
 // percent-encode it, and shows none of it); a negative CloseTimeout; an
-// empty InitSQL statement; a pool configuration that pool.Config.Validate
-// refuses; or a Resilience configuration that dbguard.Config.Validate
-// refuses.
+// empty InitSQL statement; or a Resilience configuration that
+// dbguard.Config.Validate refuses. The pool configuration is checked by
+// NewConnector, which starts the pool (pool.New).
 //
-// Every error matches errors.Is(err, ErrInvalidConfig). For the pool
-// configuration, errors.As finds the *pool.ConfigError naming the field; for
-// Resilience, the *resilience.ConfigError.
+// Every error matches errors.Is(err, ErrInvalidConfig). For Resilience,
+// errors.As finds the *resilience.ConfigError naming the field.
 // Registration of DriverName is not checked here: the driver may be
 // registered later, before the first connection.
 func (c *Config) Validate() error {
@@ -197,9 +196,6 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 			return nil, fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
 		}
 	}
-	if err := c.poolConfig().Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	if err := c.Resilience.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
@@ -208,7 +204,7 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 
 // poolConfig returns the configuration NewConnector gives the pool: Pool
 // with the database/sql path's defaults, an empty Name as "respool(DRIVER)",
-// Leak.HoldThreshold and BackPressure as Config.Pool documents them.
+// HoldThreshold and BackPressure as Config.Pool documents them.
 func (c *Config) poolConfig() pool.Config {
 	pc := c.Pool
 	if pc.Name == "" {
@@ -221,10 +217,10 @@ func (c *Config) poolConfig() pool.Config {
 		}
 	}
 	switch {
-	case pc.Leak.HoldThreshold == 0:
-		pc.Leak.HoldThreshold = DefaultHoldThreshold
-	case pc.Leak.HoldThreshold < 0:
-		pc.Leak.HoldThreshold = 0 // the pool's "no report"
+	case pc.HoldThreshold == 0:
+		pc.HoldThreshold = DefaultHoldThreshold
+	case pc.HoldThreshold < 0:
+		pc.HoldThreshold = 0 // the pool's "no report"
 	}
 	return pc
 }

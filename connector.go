@@ -13,6 +13,7 @@ import (
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // Connector is a driver.Connector whose connections come from a respool
@@ -32,9 +33,9 @@ var (
 )
 
 // DefaultHoldThreshold is the database/sql path's default of
-// Pool.Leak.HoldThreshold: a connection held longer is reported once as
+// Pool.HoldThreshold: a connection held longer is reported once as
 // HELD-TOO-LONG (with the stack of the code that took it when
-// Pool.Leak.CaptureStack is set). It is longer than a request or a query is
+// Pool.LeakCaptureStack is set). It is longer than a request or a query is
 // expected to hold a connection; a job that holds one on purpose for longer
 // (a long transaction, a LISTEN loop on a *sql.Conn) raises it.
 const DefaultHoldThreshold = 5 * time.Minute
@@ -42,13 +43,13 @@ const DefaultHoldThreshold = 5 * time.Minute
 // NewConnector validates cfg and starts its pool. Until it is closed, the
 // Connector is listed by Connectors and found by Lookup under its name.
 //
-// A zero Pool.Leak.HoldThreshold means DefaultHoldThreshold (a negative
+// A zero Pool.HoldThreshold means DefaultHoldThreshold (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
 // made through database/sql is reported out of the box: a *sql.Rows dropped
 // without Close by the garbage collector, a *sql.Tx or *sql.Conn never
 // ended by hold time (see the package documentation). Stacks are not recorded by default: that costs a
 // stack walk and two allocations per take, a few microseconds of CPU per
-// query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
+// query, which shows in a SELECT 1 benchmark; Pool.LeakCaptureStack
 // (respool_leak_stack) turns them on.
 func NewConnector(cfg Config) (*Connector, error) {
 	return newConnector(cfg, nil, pool.New[driver.Conn])
@@ -87,6 +88,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 		guard: c.guard}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
+		if errors.As(err, new(*resilience.ConfigError)) && !errors.Is(err, ErrInvalidConfig) {
+			err = fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 		return nil, err
 	}
 	c.testTimeout = c.pool.Config().TestTimeout

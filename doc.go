@@ -74,7 +74,7 @@
 //
 // database/sql keeps every connection it has open reachable, so a leak made
 // through it is found in one of two ways, both on by default (a report names
-// the code that took the connection when Pool.Leak.CaptureStack is set):
+// the code that took the connection when Pool.LeakCaptureStack is set):
 //
 //   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
 //     query whose context cannot end, is found by the garbage collector:
@@ -87,7 +87,7 @@
 //   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
-//     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
+//     HELD-TOO-LONG when held past Pool.HoldThreshold
 //     (DefaultHoldThreshold, 5m, on this path; respool_leak_threshold=off,
 //     a negative threshold in code, turns the report off), and keeps its
 //     connection.

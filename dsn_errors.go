@@ -15,8 +15,9 @@ var (
 	// (an unterminated quote, an unterminated "[" in a URL host).
 	ErrInvalidDSN = errors.New("respool: invalid DSN")
 	// ErrInvalidConfig is matched (errors.Is) by every error Config.Validate
-	// returns. When the pool configuration is at fault, errors.As also finds
-	// the *pool.ConfigError that names the field.
+	// returns, and by NewConnector's for a Config it refuses. When a
+	// mechanism's configuration is at fault (the pool's, the Resilience's),
+	// errors.As also finds the *resilience.ConfigError that names the field.
 	ErrInvalidConfig = errors.New("respool: invalid Config")
 )
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // newTestGroup makes a Group for cfg and closes it when the test ends.
@@ -151,7 +152,7 @@ func TestGroupRefusesWhatTheBudgetCannotGive(t *testing.T) {
 }
 
 func isPoolConfigError(err error, field string) bool {
-	var ce *pool.ConfigError
+	var ce *resilience.ConfigError
 	return errors.As(err, &ce) && ce.Field == field
 }
 

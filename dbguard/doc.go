@@ -28,7 +28,7 @@
 // A rejection, and an attempt's failure that left the circuit open
 // (*OpenedError), carry the time from which an attempt can succeed
 // (resilience.RetryAfter). The pool holds its creations until then and
-// fails the callers waiting for one at once (see pool.BackoffConfig), so a
+// fails the callers waiting for one at once (see pool.Config.BackoffInitial), so a
 // dead server sees one attempt per open delay, however many callers there
 // are.
 //

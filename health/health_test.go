@@ -52,8 +52,8 @@ func (s *server) factory() pool.Factory[int] {
 
 func newPool(t *testing.T, s *server, cfg pool.Config) *pool.Pool[int] {
 	t.Helper()
-	cfg.Leak.Disabled = true
-	cfg.CreateBackoff.Disabled = true
+	cfg.LeakTrackingDisabled = true
+	cfg.BackoffDisabled = true
 	p, err := pool.New[int](s.factory(), cfg)
 	if err != nil {
 		t.Fatal(err)

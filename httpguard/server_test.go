@@ -15,7 +15,6 @@ import (
 
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/httpguard"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -47,7 +46,7 @@ func call(t *testing.T, url string) (int, string, string) {
 
 func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
-		pool.Config{MaxObjects: 1, MaxQueueSize: 1, Leak: leak.Config{Disabled: true}})
+		pool.Config{MaxObjects: 1, MaxQueueSize: 1, LeakTrackingDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

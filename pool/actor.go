@@ -572,7 +572,7 @@ func (a *actor[T]) startTest(e *entry[T]) {
 // reportHeld reports, once per lease, each object held past HoldThreshold.
 func (a *actor[T]) reportHeld(now int64) {
 	p := a.p
-	threshold := p.cfg.Leak.HoldThreshold
+	threshold := p.cfg.HoldThreshold
 	if threshold <= 0 {
 		return
 	}

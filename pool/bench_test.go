@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 // BenchmarkTakeGiveBack measures one goroutine taking and giving back an
@@ -17,10 +15,10 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 		name string
 		cfg  Config
 	}{
-		{"bare", Config{Leak: leak.Config{Disabled: true}}},
+		{"bare", Config{LeakTrackingDisabled: true}},
 		{"leak", Config{}},
-		{"lifetime", Config{Leak: leak.Config{Disabled: true}, MaxLifetime: time.Hour}},
-		{"hold-threshold", Config{Leak: leak.Config{Disabled: true, HoldThreshold: time.Hour}}},
+		{"lifetime", Config{LeakTrackingDisabled: true, MaxLifetime: time.Hour}},
+		{"hold-threshold", Config{LeakTrackingDisabled: true, HoldThreshold: time.Hour}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.MaxObjects = 8
@@ -49,14 +47,14 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 // checks add.
 func BenchmarkKeyedTakeGiveBack(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		lc   leak.Config
+		name     string
+		disabled bool
 	}{
-		{"bare", leak.Config{Disabled: true}},
-		{"leak", leak.Config{}},
+		{"bare", true},
+		{"leak", false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			k, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: 8, Leak: c.lc})
+			k, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: 8, LeakTrackingDisabled: c.disabled})
 			if err != nil {
 				b.Fatal(err)
 			}

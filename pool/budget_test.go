@@ -72,7 +72,7 @@ func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
 	waitUntil(t, "b backs off", func() bool { return h.k.Stats().Keys["b"].NextCreateAttempt.After(h.clk.Now()) })
 	c1 := h.take("c") // the failed creation's slot: the budget is spent again
 	bf.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Advance(pb.Config().CreateBackoff.Max)
+	h.clk.Advance(pb.Config().BackoffMax)
 	h.ev.wait(t, "retry", 1) // b's caller claims the budget again
 	h.giveBack(c1)           // yielded to it
 	hw := h.served(w)
@@ -109,7 +109,7 @@ func TestKeyedGiveBackBetweenScanAndPublicationServesTheClaim(t *testing.T) {
 // budget at once, not at the next tick.
 func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3, MaxQueueSize: 10})
-	h.add("x", Config{MaxObjects: 2, Overload: OverloadConfig{Policy: OverloadDeadline}})
+	h.add("x", Config{MaxObjects: 2, Overload: OverloadDeadline})
 	h.add("z", Config{})
 	// x's objects are held 100ms (as in overloadHarness).
 	x1, x2 := h.take("x"), h.take("x")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/resilience"
 )
 
 // The creation gate: what the actor does when creations fail.
@@ -13,7 +14,7 @@ import (
 // Healthy, a request for a creation takes a slot when the actor accepts it
 // (total counts it) and starts as soon as MaxConcurrentCreates allows.
 //
-// After a failure (CreateBackoff on), the gate is failing until a creation
+// After a failure (the backoff on, Config.BackoffDisabled unset), the gate is failing until a creation
 // succeeds: it is held (no creation starts) until its timer fires, a
 // backoff delay later, and then lets one creation run at a time, the probe.
 // Meanwhile requests hold no slot, so that every caller that needs a
@@ -36,7 +37,7 @@ import (
 // Every field is the actor's.
 type createGate struct {
 	limit    int   // the effective MaxObjects
-	failing  bool  // a creation failed and none has succeeded since (CreateBackoff on)
+	failing  bool  // a creation failed and none has succeeded since (the backoff on)
 	held     bool  // no creation starts until timer fires
 	retryAt  int64 // when held: when it fires (pool clock)
 	pauseErr error // held by this error's retry time: requests fail with it
@@ -107,7 +108,7 @@ func (a *actor[T]) mayStart() bool {
 // were in flight when the first one failed bring no news of the server.
 func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	p, g := a.p, &a.gate
-	bc := p.cfg.CreateBackoff
+	c := &p.cfg
 	now := p.clock()
 	fresh := epoch == g.epoch
 	if fresh {
@@ -117,8 +118,8 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	g.lastErr, g.lastAt = err, now
 	// Each branch holds the gate, then logs and publishes (noted), then
 	// answers callers: a caller that gets the failure finds it in Stats.
-	if ra := retryAfterOf(err); !bc.IgnoreRetryAfter && !ra.IsZero() && p.clockOf(ra) > now {
-		g.failing = !bc.Disabled // after the pause, one attempt at a time
+	if ra, ok := resilience.RetryAfter(err); !c.IgnoreRetryAfter && ok && p.clockOf(ra) > now {
+		g.failing = !c.BackoffDisabled // after the pause, one attempt at a time
 		a.hold(now, p.clockOf(ra), err, false)
 		a.noted(now)
 		if w != nil {
@@ -146,7 +147,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		g.growFromAlive = true
 		delay = int64(d)
 	}
-	if bc.Disabled {
+	if c.BackoffDisabled {
 		if delay > 0 {
 			a.hold(now, addSat(now, delay), nil, true)
 		}
@@ -159,7 +160,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	g.failing = true
 	if fresh || !g.held {
 		g.level++
-		a.hold(now, addSat(now, max(delay, int64(bc.delay(g.level)))), nil, delay > 0)
+		a.hold(now, addSat(now, max(delay, int64(c.backoff(g.level)))), nil, delay > 0)
 	}
 	a.noted(now)
 	// With nothing alive to be given back and no other creation in flight,
@@ -346,14 +347,15 @@ func (a *actor[T]) publishFailure() {
 	a.p.failure.Store(r)
 }
 
-// delay is the backoff after the n-th failure in a row: Initial doubled
-// n-1 times, at most Max, drawn between half of it and all of it.
-func (b BackoffConfig) delay(n int) time.Duration {
-	d := b.Initial
-	for i := 1; i < n && d < b.Max; i++ {
+// backoff is the delay after the n-th failure in a row: BackoffInitial
+// doubled n-1 times, at most BackoffMax, drawn between half of it and all
+// of it.
+func (c *Config) backoff(n int) time.Duration {
+	d := c.BackoffInitial
+	for i := 1; i < n && d < c.BackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, b.Max)
+	d = min(d, c.BackoffMax)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
@@ -363,7 +365,7 @@ func (b BackoffConfig) delay(n int) time.Duration {
 func (a *actor[T]) logFailure(now int64) {
 	g := &a.gate
 	g.unlogged++
-	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.CreateBackoff.LogInterval) {
+	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
 		return
 	}
 	a.logLine(now, false)
@@ -374,7 +376,7 @@ func (a *actor[T]) logFailure(now int64) {
 func (a *actor[T]) logRecovery() {
 	g := &a.gate
 	now := a.p.clock()
-	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.CreateBackoff.LogInterval) {
+	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
 		return
 	}
 	a.logLine(now, true)
@@ -383,7 +385,7 @@ func (a *actor[T]) logRecovery() {
 // flushFailureLog reports, at a tick, failures no line has reported yet.
 func (a *actor[T]) flushFailureLog(now int64) {
 	g := &a.gate
-	if g.unlogged > 0 && now-g.lineAt >= int64(a.p.cfg.CreateBackoff.LogInterval) {
+	if g.unlogged > 0 && now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
 		a.logLine(now, g.failures == 0)
 	}
 }

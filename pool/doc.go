@@ -46,7 +46,8 @@
 // of calls given up on included, and Close waits for them.
 //
 // When creations fail, the pool backs off as a whole, not once per waiting
-// caller (Config.CreateBackoff, on by default): after a failure it makes no
+// caller (Config.BackoffInitial and the fields after it; on by default):
+// after a failure it makes no
 // attempt for a delay (50ms, doubling up to 1s, drawn between half and all
 // of it), then one attempt at a time, for the oldest caller waiting, until
 // one succeeds. A caller that needs a creation waits for the next attempt;
@@ -58,7 +59,7 @@
 // own retry time (a method RetryAfter() time.Time, as the rejections of
 // package resilience have) fails every caller waiting for a creation with
 // it and holds creations until then. Failures are logged at most once per
-// CreateBackoff.LogInterval, as one line with their count.
+// Config.FailureLogInterval, as one line with their count.
 //
 // Config.BackPressure recognises the creation errors by which a server says
 // it is full. The pool then makes do with the objects alive, which the
@@ -84,10 +85,10 @@
 //
 // Every Take hands out a Handle: give it back with its GiveBack, or with its
 // Discard when the object is broken (a Handle knows its pool, as puddle's
-// Resource does). A Handle that is lost without either is found
-// by the garbage collector (see package leak), reported as LEAK-DETECTED and
-// its object destroyed so that its slot is freed; Close runs collections to
-// find such Handles. Each Take's Handle has its own token (one small
+// Resource does). A Handle that is lost without either is found by the
+// garbage collector (unless Config.LeakTrackingDisabled), reported as
+// LEAK-DETECTED and its object destroyed so that its slot is freed; Close
+// runs collections to find such Handles. Each Take's Handle has its own token (one small
 // allocation per Take with leak tracking on), so live copies of earlier
 // Handles never hide a later loss. A Handle must not be stored in its own
 // object (see Handle).
@@ -95,7 +96,7 @@
 // The pool's time for idle time is a coarse clock advanced once per
 // ValidationInterval (the actor's tick), which keeps the clock off the fast
 // path: MaxIdle is enforced to within one interval, and handles held past
-// Leak.HoldThreshold are reported at the first tick after it. Lifetimes and
+// Config.HoldThreshold are reported at the first tick after it. Lifetimes and
 // hold times are measured with a clock read at the Take, made only when
 // MaxLifetime or HoldThreshold is set, so that an expired object is never
 // handed out and a hold is reported with its true length.

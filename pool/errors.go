@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 var (
@@ -108,12 +110,13 @@ func (e *CreateError) Error() string {
 func (e *CreateError) Unwrap() error { return e.Err }
 
 // RetryAfter returns RetryAt, or the retry time Err carries when RetryAt is
-// zero: the protocol of package resilience (RetryAfterer).
+// zero: the protocol of package resilience (see resilience.RetryAfter).
 func (e *CreateError) RetryAfter() time.Time {
 	if !e.RetryAt.IsZero() {
 		return e.RetryAt
 	}
-	return retryAfterOf(e.Err)
+	t, _ := resilience.RetryAfter(e.Err)
+	return t
 }
 
 // WaitError is the error of a Take whose wait ended, by its context or by
@@ -181,32 +184,10 @@ func (e *OverloadError) Is(target error) bool { return target == ErrOverloaded }
 // Timeout reports true: the caller would have missed its deadline.
 func (e *OverloadError) Timeout() bool { return true }
 
-// retryAfterOf returns the retry time err (or an error it wraps) carries
-// through a method RetryAfter() time.Time, the protocol of package
-// resilience, or zero.
-func retryAfterOf(err error) time.Time {
-	var ra interface{ RetryAfter() time.Time }
-	if err == nil || !errors.As(err, &ra) {
-		return time.Time{}
-	}
-	return ra.RetryAfter()
-}
-
 // clockString formats a time of the pool's clock for an error message.
 func clockString(t time.Time) string {
 	if t.IsZero() {
 		return "the next Take"
 	}
 	return t.Format("15:04:05.000")
-}
-
-// ConfigError names a Config field whose value is not accepted.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string // what is accepted
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("pool: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
 }

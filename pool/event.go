@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 // EventKind says what happened to a pool.
@@ -16,7 +14,7 @@ type EventKind uint8
 const (
 	// EventCreateFailed: a creation failed. Err, Failures (in a row),
 	// RetryAt (the next attempt, while creations are held back). Logged at
-	// Warn at a bounded rate (CreateBackoff.LogInterval): one line stands
+	// Warn at a bounded rate (Config.FailureLogInterval): one line stands
 	// for the failures since the last one.
 	EventCreateFailed EventKind = iota + 1
 	// EventCreateRecovered: a creation succeeded after Failures failed in a
@@ -28,12 +26,12 @@ const (
 	// destroyed for Reason; its slot is free all the same. Logged at Warn.
 	EventDestroyFailed
 	// EventLeak: a Handle was lost without GiveBack; its object is
-	// destroyed and its slot freed. TakenAt. Logged at Error as
-	// leak.MsgLeak (LEAK-DETECTED).
+	// destroyed and its slot freed. TakenAt. Logged at Error with the
+	// message LEAK-DETECTED (stable, so that logs can be searched).
 	EventLeak
 	// EventHeldTooLong: a Handle has been held for Held, past Threshold
-	// (Leak.HoldThreshold); reported once per take. TakenAt. Logged at Warn
-	// as leak.MsgHeld (HELD-TOO-LONG).
+	// (Config.HoldThreshold); reported once per take. TakenAt. Logged at
+	// Warn with the message HELD-TOO-LONG (stable).
 	EventHeldTooLong
 	// EventClosing: Close or StartClose was called. Logged at Debug.
 	EventClosing
@@ -53,6 +51,12 @@ func (k EventKind) String() string {
 	return eventNames[k]
 }
 
+// The messages of the leak reports; stable, so that logs can be searched.
+const (
+	msgLeak = "LEAK-DETECTED"
+	msgHeld = "HELD-TOO-LONG"
+)
+
 // message is the log message of k.
 func (k EventKind) message() string {
 	switch k {
@@ -63,9 +67,9 @@ func (k EventKind) message() string {
 	case EventDestroyFailed:
 		return "destroy failed"
 	case EventLeak:
-		return leak.MsgLeak
+		return msgLeak
 	case EventHeldTooLong:
-		return leak.MsgHeld
+		return msgHeld
 	}
 	return k.String()
 }
@@ -94,10 +98,10 @@ type Event struct {
 	Failures int           // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
 	RetryAt  time.Time     // EventCreateFailed: the next attempt, while creations are held back
 	// Held and Threshold are EventHeldTooLong's hold time and
-	// Leak.HoldThreshold.
+	// Config.HoldThreshold.
 	Held, Threshold time.Duration
 	// TakenAt is the stack of the code that took the object (EventLeak,
-	// EventHeldTooLong), or a note that Leak.CaptureStack is off.
+	// EventHeldTooLong), or a note that Config.LeakCaptureStack is off.
 	TakenAt string
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 // eventLog collects the events OnEvent receives.
@@ -39,7 +37,7 @@ func (l *eventLog) of(k EventKind) []Event {
 func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 	var got eventLog
 	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", OnEvent: got.add,
-		CreateBackoff: BackoffConfig{Disabled: true}, Leak: leak.Config{Disabled: true}})
+		BackoffDisabled: true, LeakTrackingDisabled: true})
 	// A destroy for a reason, two failed creations, a recovery.
 	if err := h.take().Discard(); err != nil {
 		t.Fatal(err)
@@ -91,7 +89,7 @@ func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 	var got eventLog
 	errClose := errors.New("close: broken pipe")
-	h := newHarnessOf(t, Config{MaxObjects: 1, OnEvent: got.add, Leak: leak.Config{Disabled: true}},
+	h := newHarnessOf(t, Config{MaxObjects: 1, OnEvent: got.add, LeakTrackingDisabled: true},
 		func(f *fakeFactory) Factory[*fakeObj] { return factoryOf[*fakeObj](destroyFails{f, errClose}) })
 	hd := h.take()
 	hd.Value().broken.Store(true) // Validate fails at give-back: destroyed as invalid
@@ -108,7 +106,7 @@ func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 func TestLeakAndHeldTooLongEvents(t *testing.T) {
 	var got eventLog
 	h := newHarness(t, Config{MaxObjects: 2, Name: "orders", OnEvent: got.add, ValidationInterval: 30 * time.Second,
-		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
+		LeakCaptureStack: true, HoldThreshold: time.Minute})
 	held := h.take()
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
@@ -125,8 +123,8 @@ func TestLeakAndHeldTooLongEvents(t *testing.T) {
 	}
 	h.giveBack(held)
 	log := h.log.String()
-	for _, want := range []string{"level=ERROR msg=" + leak.MsgLeak + " pool=orders event=leak_detected taken_at=",
-		"level=WARN msg=" + leak.MsgHeld + " pool=orders event=held_too_long held="} {
+	for _, want := range []string{"level=ERROR msg=" + msgLeak + " pool=orders event=leak_detected taken_at=",
+		"level=WARN msg=" + msgHeld + " pool=orders event=held_too_long held="} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

@@ -71,9 +71,9 @@ func ExamplePool_Take_creationsFailing() {
 	refused := errors.New("connection refused")
 	f := pool.Factory[*conn]{Create: func(context.Context) (*conn, error) { return nil, refused }}
 	p, _ := pool.New[*conn](f, pool.Config{
-		MaxObjects:    4,
-		CreateBackoff: pool.BackoffConfig{Initial: time.Second}, // the next attempt 0.5-1s after a failure
-		Logger:        slog.New(slog.DiscardHandler),
+		MaxObjects:     4,
+		BackoffInitial: time.Second, // the next attempt 0.5-1s after a failure
+		Logger:         slog.New(slog.DiscardHandler),
 	})
 	defer p.Close(context.Background())
 	take := func() error {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 func TestGiveBackTwiceIsAnErrorAndHarmsNothing(t *testing.T) {
@@ -97,36 +99,49 @@ func TestStatsCountWaitsInTheHistogram(t *testing.T) {
 	}
 }
 
-func TestConfigValidateNamesTheField(t *testing.T) {
+// newPoolErr is New's error for cfg, the pool closed when there is none.
+func newPoolErr(t *testing.T, cfg Config) error {
+	t.Helper()
+	p, err := New(factoryOf[*fakeObj](&fakeFactory{}), cfg)
+	if err == nil {
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return err
+}
+
+func TestNewNamesTheFieldItRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		cfg   Config
 		field string
 	}{
 		{Config{MaxObjects: -1}, "MaxObjects"},
-		{Config{MaxObjects: MaxObjectsLimit + 1}, "MaxObjects"},
+		{Config{MaxObjects: maxObjectsLimit + 1}, "MaxObjects"},
 		{Config{MaxQueueSize: -5}, "MaxQueueSize"},
 		{Config{MaxObjects: 2, MinIdle: 3}, "MinIdle"},
 		{Config{CreateTimeout: -time.Second}, "CreateTimeout"},
 		{Config{ValidationInterval: -1}, "ValidationInterval"},
-		{Config{CreateBackoff: BackoffConfig{Initial: -1}}, "CreateBackoff.Initial"},
-		{Config{CreateBackoff: BackoffConfig{Initial: 2 * time.Second, Max: time.Second}}, "CreateBackoff.Max"},
-		{Config{CreateBackoff: BackoffConfig{LogInterval: -1}}, "CreateBackoff.LogInterval"},
-		{Config{Overload: OverloadConfig{Policy: OverloadCoDel + 1}}, "Overload.Policy"},
-		{Config{Overload: OverloadConfig{Target: 200 * time.Millisecond, Interval: 100 * time.Millisecond}}, "Overload.Interval"},
+		{Config{BackoffInitial: -1}, "BackoffInitial"},
+		{Config{BackoffInitial: 2 * time.Second, BackoffMax: time.Second}, "BackoffMax"},
+		{Config{FailureLogInterval: -1}, "FailureLogInterval"},
+		{Config{HoldThreshold: -1}, "HoldThreshold"},
+		{Config{Overload: OverloadCoDel + 1}, "Overload"},
+		{Config{CoDelTarget: 200 * time.Millisecond, CoDelInterval: 100 * time.Millisecond}, "CoDelInterval"},
 	} {
-		err := tc.cfg.Validate()
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("Validate(%+v) = %v, want a ConfigError for %s", tc.cfg, err, tc.field)
+		err := newPoolErr(t, tc.cfg)
+		var ce *resilience.ConfigError
+		if !errors.As(err, &ce) || ce.Mechanism != "pool" || ce.Field != tc.field {
+			t.Errorf("New(%+v) = %v, want a *resilience.ConfigError of the pool for %s", tc.cfg, err, tc.field)
 		}
 	}
-	if err := (Config{}).Validate(); err != nil {
+	if err := newPoolErr(t, Config{}); err != nil {
 		t.Errorf("zero Config: %v", err)
 	}
-	// A long Initial alone raises the default Max to it; a long Target
-	// raises the default Interval.
-	if err := (Config{CreateBackoff: BackoffConfig{Initial: 5 * time.Second}, Overload: OverloadConfig{Target: time.Second}}).Validate(); err != nil {
-		t.Errorf("Initial above the default Max: %v", err)
+	// A long BackoffInitial alone raises the default BackoffMax to it; a
+	// long CoDelTarget raises the default CoDelInterval.
+	if err := newPoolErr(t, Config{BackoffInitial: 5 * time.Second, CoDelTarget: time.Second}); err != nil {
+		t.Errorf("BackoffInitial above the default BackoffMax: %v", err)
 	}
 	if _, err := New[*fakeObj](Factory[*fakeObj]{}, Config{}); err == nil {
 		t.Error("New with a nil factory succeeded")

@@ -309,7 +309,7 @@ func (h *harness) heldBack() {
 func (h *harness) afterBackoff() {
 	h.t.Helper()
 	h.heldBack()
-	h.clk.Advance(h.p.cfg.CreateBackoff.Max)
+	h.clk.Advance(h.p.cfg.BackoffMax)
 	h.ev.wait(h.t, "retry", 1)
 }
 

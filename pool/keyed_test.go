@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/resilience"
 )
 
 func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
@@ -231,9 +232,9 @@ func TestKeyedMinIdleTogetherWithinTheBudget(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3})
 	h.add("a", Config{MinIdle: 2})
 	_, err := h.k.Add("b", factoryOf[*fakeObj](h.f), Config{MinIdle: 2})
-	var ce *ConfigError
+	var ce *resilience.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "MinIdle" {
-		t.Fatalf("Add with MinIdle over the budget = %v, want a *ConfigError on MinIdle", err)
+		t.Fatalf("Add with MinIdle over the budget = %v, want a *resilience.ConfigError on MinIdle", err)
 	}
 	h.add("b", Config{MinIdle: 1})
 	waitUntil(t, "every key has its MinIdle", func() bool {
@@ -373,7 +374,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	if failing.attempts.Load() != attempts {
 		t.Fatal("a creation was attempted before the backoff ended")
 	}
-	h.clk.Advance(h.k.Pool("down").Config().CreateBackoff.Max)
+	h.clk.Advance(h.k.Pool("down").Config().BackoffMax)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take("down"))
 	if s := h.k.Stats(); s.Keys["down"].Creates != 1 || s.Keys["down"].CreateFailuresInARow != 0 || s.CreateFailures != 1 {
@@ -388,7 +389,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 
 func TestKeyedConfigErrors(t *testing.T) {
 	if _, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: -1}); !isConfigError(err, "MaxObjects") {
-		t.Fatalf("NewKeyed(MaxObjects -1) = %v, want a *ConfigError on MaxObjects", err)
+		t.Fatalf("NewKeyed(MaxObjects -1) = %v, want a *resilience.ConfigError on MaxObjects", err)
 	}
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 4, MaxQueueSize: 8})
 	for _, c := range []struct {
@@ -403,7 +404,7 @@ func TestKeyedConfigErrors(t *testing.T) {
 		{"MaxLifetime", Config{MaxLifetime: -1}},
 	} {
 		if _, err := h.k.Add("x", factoryOf[*fakeObj](h.f), c.cfg); !isConfigError(err, c.field) {
-			t.Errorf("Add with %+v = %v, want a *ConfigError on %s", c.cfg, err, c.field)
+			t.Errorf("Add with %+v = %v, want a *resilience.ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 	// The Keyed's own values are accepted.
@@ -412,12 +413,12 @@ func TestKeyedConfigErrors(t *testing.T) {
 		t.Fatalf("Add of a key twice = %v, want ErrKeyExists", err)
 	}
 	if _, err := h.k.Add("b", Factory[*fakeObj]{}, Config{}); !isConfigError(err, "Factory.Create") {
-		t.Fatalf("Add with a nil factory = %v, want a *ConfigError on factory", err)
+		t.Fatalf("Add with a nil factory = %v, want a *resilience.ConfigError on Factory.Create", err)
 	}
 }
 
 func isConfigError(err error, field string) bool {
-	var ce *ConfigError
+	var ce *resilience.ConfigError
 	return errors.As(err, &ce) && ce.Field == field
 }
 

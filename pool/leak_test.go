@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 //go:noinline
@@ -19,7 +17,7 @@ func takeAndLose(h *harness) {
 }
 
 func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", LeakCaptureStack: true})
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
 		runtime.GC()
@@ -27,8 +25,8 @@ func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
 	})
 	h.ev.wait(t, "destroyed", 1)
 	log := h.log.String()
-	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
-		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, leak.MsgLeak)
+	if strings.Count(log, msgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, msgLeak)
 	}
 	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
 		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
@@ -58,7 +56,7 @@ func TestHandleGivenBackIsNeverReportedLost(t *testing.T) {
 
 func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second, Name: "orders",
-		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
+		LeakCaptureStack: true, HoldThreshold: time.Minute})
 	a := h.take()
 	h.clk.Tick(t, 30*time.Second)
 	h.ev.wait(t, "tick", 1)
@@ -72,8 +70,8 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
 	}
 	log := h.log.String()
-	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
-		t.Fatalf("log = %q, want %s with the taker's stack", log, leak.MsgHeld)
+	if !strings.Contains(log, msgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want %s with the taker's stack", log, msgHeld)
 	}
 	h.giveBack(a)
 	// A new take starts a new hold.
@@ -89,7 +87,7 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 // A copy of an earlier lease's Handle, kept alive, does not hide the loss
 // of a later lease of the same object.
 func TestStaleCopyOfAnOldHandleDoesNotHideALaterLeak(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, LeakCaptureStack: true})
 	stale := h.take()
 	h.giveBack(stale) // stale stays reachable: a copy of lease 1's Handle
 	takeAndLose(h)    // lease 2 is lost
@@ -129,7 +127,7 @@ func TestCloseFindsLostHandles(t *testing.T) {
 	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || f.live.Load() != 0 {
 		t.Fatalf("stats = %+v, live %d; want the lost object reclaimed and destroyed", s, f.live.Load())
 	}
-	if !strings.Contains(log.String(), leak.MsgLeak) {
-		t.Fatalf("log = %q, want %s", log.String(), leak.MsgLeak)
+	if !strings.Contains(log.String(), msgLeak) {
+		t.Fatalf("log = %q, want %s", log.String(), msgLeak)
 	}
 }

@@ -94,7 +94,8 @@ type Pool[T any] struct {
 }
 
 // New starts a pool of the objects f makes and its actor. It returns a
-// *ConfigError if cfg is not valid or f has no Create. The pool starts
+// *resilience.ConfigError (Mechanism "pool") naming the field if cfg is not
+// valid or f has no Create. The pool starts
 // creating MinIdle objects in the background.
 func New[T any](f Factory[T], cfg Config) (*Pool[T], error) {
 	return newPool(f, cfg, nil)
@@ -116,10 +117,10 @@ func newPool[T any](f Factory[T], cfg Config, hook func(string)) (*Pool[T], erro
 // b, when not nil, is the budget of the Keyed the pool is a key of: the pool
 // shares its mailbox, and its actor is run by the budget's.
 func buildPool[T any](f Factory[T], cfg Config, b *budget[T]) (*Pool[T], error) {
-	if f.Create == nil {
-		return nil, &ConfigError{Field: "Factory.Create", Value: nil, Reason: "is required"}
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := resil.FirstError(
+		resil.Check(f.Create != nil, mechanism, "Factory.Create", "nil", "a function: Create is required"),
+		cfg.validate(),
+	); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
@@ -196,7 +197,7 @@ func (p *Pool[T]) StartClose() {
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.StartClose()
 	inUse := func() int { return p.Stats().InUse }
-	if err := awaitClosed(ctx, !p.cfg.Leak.Disabled, p.closeStarted, p.done, inUse); err != nil {
+	if err := awaitClosed(ctx, !p.cfg.LeakTrackingDisabled, p.closeStarted, p.done, inUse); err != nil {
 		return p.closeError(ctx)
 	}
 	return nil

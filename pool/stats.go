@@ -65,9 +65,9 @@ type Stats struct {
 	CreateFailures  uint64
 	Destroys        DestroyCounts // objects destroyed, by reason
 	LeaksDetected   uint64        // lost Handles reclaimed
-	HeldTooLong     uint64        // Handles reported past Leak.HoldThreshold
+	HeldTooLong     uint64        // Handles reported past Config.HoldThreshold
 
-	// Creations while they fail (Config.CreateBackoff).
+	// Creations while they fail (Config.BackoffInitial and after).
 	CreateFailuresInARow int       // 0 once a creation succeeds
 	NextCreateAttempt    time.Time // while creations are held back (on Config.Clock), else zero
 	LastCreateError      error     // the last creation failure, as the factory returned it (nil if none yet)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 func TestStatsDestroysByReason(t *testing.T) {
@@ -52,7 +54,7 @@ func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
 
 func TestNewRefusesAFactoryWithoutCreate(t *testing.T) {
 	_, err := New[int](Factory[int]{Destroy: func(int) error { return nil }}, Config{})
-	var ce *ConfigError
+	var ce *resilience.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Factory.Create" || !strings.Contains(err.Error(), "Factory.Create") {
 		t.Fatalf("New(Factory without Create) = %v, want a ConfigError naming Factory.Create", err)
 	}
@@ -82,7 +84,7 @@ func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
-		Config{MaxObjects: MaxObjectsLimit})
+		Config{MaxObjects: maxObjectsLimit})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +92,7 @@ func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
 	defer p.Close(context.Background())
 	const limit = 1 << 20 // the queue's 512 KiB and small change
 	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
-		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, MaxObjectsLimit, limit>>10)
+		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, maxObjectsLimit, limit>>10)
 	}
 }
 

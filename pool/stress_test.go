@@ -22,28 +22,28 @@ import (
 // overload policy.
 func TestStressInvariants(t *testing.T) {
 	const maxObjects = 4
-	fast := BackoffConfig{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}
+	const fastInitial, fastMax = 100 * time.Microsecond, 2 * time.Millisecond
 	for _, v := range []struct {
 		name   string
 		cfg    Config
 		failer func(call int64, live int64) error
 	}{
-		{"backoff", Config{CreateBackoff: fast}, everyFifth},
-		{"backoff-off", Config{CreateBackoff: BackoffConfig{Disabled: true}}, everyFifth},
-		{"retry-after", Config{CreateBackoff: fast}, func(call, _ int64) error {
+		{"backoff", Config{BackoffInitial: fastInitial, BackoffMax: fastMax}, everyFifth},
+		{"backoff-off", Config{BackoffDisabled: true}, everyFifth},
+		{"retry-after", Config{BackoffInitial: fastInitial, BackoffMax: fastMax}, func(call, _ int64) error {
 			if call%5 == 0 {
 				return &retryAfterErr{at: time.Now().Add(500 * time.Microsecond)}
 			}
 			return nil
 		}},
-		{"back-pressure", Config{CreateBackoff: fast, BackPressure: stressBackPressure}, func(call, live int64) error {
+		{"back-pressure", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, BackPressure: stressBackPressure}, func(call, live int64) error {
 			if live >= maxObjects-1 || call%7 == 0 { // the server takes 3 at most
 				return errServerFull
 			}
 			return nil
 		}},
-		{"codel", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 200 * time.Microsecond, Interval: time.Millisecond}}, everyFifth},
-		{"fifo", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadFIFO}}, everyFifth},
+		{"codel", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, Overload: OverloadCoDel, CoDelTarget: 200 * time.Microsecond, CoDelInterval: time.Millisecond}, everyFifth},
+		{"fifo", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, Overload: OverloadFIFO}, everyFifth},
 	} {
 		t.Run(v.name, func(t *testing.T) { stressInvariants(t, maxObjects, v.cfg, v.failer) })
 	}

@@ -126,7 +126,7 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 		p.destroy(e, DestroyInvalid)
 		return Handle[T]{}, nil, false
 	}
-	if now == 0 && (e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0) { // read only when a limit needs it
+	if now == 0 && (e.expiresAt != 0 || p.cfg.HoldThreshold > 0) { // read only when a limit needs it
 		now = p.clock()
 	}
 	if e.expiresAt != 0 && now >= e.expiresAt { // never hand out an expired object
@@ -161,21 +161,21 @@ func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
 // (received from idle or delivered by the actor). now is a clock reading,
 // or 0 if the caller has none.
 func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
-	lc := &p.cfg.Leak
+	c := &p.cfg
 	// takenAt and site are stored before the lease changes, so the actor's
 	// hold-time scan never pairs a new lease with an old time. takenAt is
 	// a real clock reading, so that hold times are true to the take.
-	if lc.HoldThreshold > 0 {
+	if c.HoldThreshold > 0 {
 		if now == 0 {
 			now = p.clock()
 		}
 		e.takenAt.Store(now)
 	}
-	if lc.CaptureStack {
+	if c.LeakCaptureStack {
 		e.site.Store(leaktrack.Capture(3))
 	}
 	h := Handle[T]{e: e, lease: e.lease.Add(1)}
-	if !lc.Disabled {
+	if !c.LeakTrackingDisabled {
 		h.token = p.newToken(e, h.lease)
 	}
 	return h

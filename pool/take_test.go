@@ -233,7 +233,7 @@ func TestEveryWaiterOfAFailingFactoryGetsAnError(t *testing.T) {
 			return len(errs) > 0 || h.p.Stats().NextCreateAttempt.After(h.clk.Now())
 		})
 		if len(errs) == 0 {
-			h.clk.Advance(h.p.cfg.CreateBackoff.Max)
+			h.clk.Advance(h.p.cfg.BackoffMax)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -38,11 +37,11 @@ func run() error {
 		},
 	}
 	p, err := pool.New[*conn](f, pool.Config{
-		MaxObjects:   4,
-		MaxQueueSize: 8,
-		Leak:         leak.Config{CaptureStack: true},
-		Logger:       slog.New(slog.NewTextHandler(os.Stdout, nil)),
-		Name:         "quickstart",
+		MaxObjects:       4,
+		MaxQueueSize:     8,
+		LeakCaptureStack: true,
+		Logger:           slog.New(slog.NewTextHandler(os.Stdout, nil)),
+		Name:             "quickstart",
 		OnEvent: func(e pool.Event) {
 			if e.Kind == pool.EventLeak {
 				select {

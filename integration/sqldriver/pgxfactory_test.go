@@ -15,7 +15,6 @@ import (
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 )
@@ -39,8 +38,8 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := respool.PgxFactory(cc)
-	h := newSignalHandler(leak.MsgLeak)
-	p, err := pool.New[*pgx.Conn](f, pool.Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}, Logger: slog.New(h)})
+	h := newSignalHandler("LEAK-DETECTED")
+	p, err := pool.New[*pgx.Conn](f, pool.Config{MaxObjects: 1, LeakCaptureStack: true, Logger: slog.New(h)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ var (
 	descCreateFailures = desc("create_failures_total", "Creations that failed.")
 	descDestroys       = desc("destroys_total", "Objects destroyed, by reason.", "reason")
 	descLeaks          = desc("leaks_total", "Handles lost without GiveBack, found and reclaimed.")
-	descHeld           = desc("held_too_long_total", "Handles reported held past Leak.HoldThreshold.")
+	descHeld           = desc("held_too_long_total", "Handles reported held past HoldThreshold.")
 	descWait           = desc("acquire_wait_seconds", "How long Takes waited for an object, those served at once included.")
 
 	descBreakerState       = desc("breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state")

@@ -92,7 +92,7 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 			return 0, errors.New("refused")
 		}
 		return 1, nil
-	}}, pool.Config{MaxObjects: 2, MaxQueueSize: 1, Leak: leakOff, CreateBackoff: pool.BackoffConfig{Disabled: true},
+	}}, pool.Config{MaxObjects: 2, MaxQueueSize: 1, LeakTrackingDisabled: true, BackoffDisabled: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 }
 
 func TestRemovedPoolsAreNotExported(t *testing.T) {
-	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, pool.Config{Leak: leakOff})
+	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, pool.Config{LeakTrackingDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

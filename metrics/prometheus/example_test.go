@@ -22,7 +22,7 @@ import (
 func ExampleCollector() {
 	p, err := pool.New[int](pool.Factory[int]{
 		Create: func(context.Context) (int, error) { return 1, nil },
-	}, pool.Config{MaxObjects: 4, Leak: leakOff})
+	}, pool.Config{MaxObjects: 4, LeakTrackingDisabled: true})
 	if err != nil {
 		panic(err)
 	}
