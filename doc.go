@@ -127,12 +127,12 @@
 // connection attempt. respool's own errors are respool's types. A Take
 // refused because the wait queue is full reaches the caller of QueryContext
 // as an error for which errors.Is(err, pool.ErrQueueFull) holds; one that
-// waited Pool.AcquireTimeout (respool_acquire_timeout) in vain as a
-// *pool.AcquireTimeoutError (errors.Is(err, pool.ErrAcquireTimeout)) that
-// names the bound; one whose context ended as the context's error. A call
-// waits once: when database/sql reuses one of its idle shells and the take
-// fails, respool returns the failure from the shell's first call instead of
-// driver.ErrBadConn, on which database/sql would try twice more, waiting
-// each time. So sql.DB.Conn can return a *sql.Conn that got no connection:
-// its calls return that error; close it and ask again.
+// waited Pool.AcquireTimeout (respool_acquire_timeout) in vain as an error
+// matching pool.ErrAcquireTimeout that names the bound; one whose context
+// ended as the context's error. A call waits once: when database/sql reuses
+// one of its idle shells and the take fails, respool returns the failure
+// from the shell's first call instead of driver.ErrBadConn, on which
+// database/sql would try twice more, waiting each time. So sql.DB.Conn can
+// return a *sql.Conn that got no connection: its calls return that error;
+// close it and ask again.
 package respool

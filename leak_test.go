@@ -106,8 +106,8 @@ func testLostRows(t *testing.T, stacks bool) {
 	queryAndDropRows(t, db)
 	collectTwice()
 	s := waitStats(t, c, func(s pool.Stats) bool { return s.LeaksDetected == 1 && s.Total == 0 })
-	if s.LeaksDetected != 1 || s.Destroyed(pool.DestroyLeaked) != 1 {
-		t.Fatalf("LeaksDetected %d, Destroyed(DestroyLeaked) %d; want 1, 1", s.LeaksDetected, s.Destroyed(pool.DestroyLeaked))
+	if s.LeaksDetected != 1 || s.Destroys.Leaked != 1 {
+		t.Fatalf("LeaksDetected %d, Destroys.Leaked %d; want 1, 1", s.LeaksDetected, s.Destroys.Leaked)
 	}
 	if out := log.String(); !strings.Contains(out, "LEAK-DETECTED") || stacks != strings.Contains(out, "queryAndDropRows") {
 		t.Errorf("log %q; want %s, naming queryAndDropRows, which ran the query, if and only if stacks are recorded", out, "LEAK-DETECTED")

@@ -219,7 +219,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 	}
 	r := rep.Pools[0]
 	if r.Name != "orders" || r.MaxObjects != 1 || r.QueueFull != 1 || r.CancelledWaits != 1 || r.Takes != 1 ||
-		r.Destroys.Of(pool.DestroyDiscarded) != 1 || r.CreateFailures != 1 {
+		r.Destroys.Discarded != 1 || r.CreateFailures != 1 {
 		t.Fatalf("report = %+v", r)
 	}
 	if !strings.Contains(r.LastCreateError, "connection refused") || strings.Contains(r.LastCreateError, "s3cret") {

@@ -44,7 +44,7 @@ var ErrNoStats = errors.New("health: Source.Stats is nil")
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
 		Stats:  p.Stats,
-		Closed: p.Closed,
+		Closed: func() bool { return p.Stats().Closed },
 		Probe: func(ctx context.Context) error {
 			h, err := p.Take(ctx)
 			if err != nil {

@@ -32,7 +32,7 @@ func Example() {
 		panic(err)
 	}
 	handler := guard.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		h, err := p.Take(r.Context()) // a *pool.QueueFullError becomes a 503
+		h, err := p.Take(r.Context()) // pool.ErrQueueFull becomes a 503
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package httpguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -96,10 +97,10 @@ func TestClassify(t *testing.T) {
 		status int
 		after  time.Duration
 	}{
-		{"queue full", &pool.QueueFullError{}, 503, time.Second},
+		{"queue full", fmt.Errorf("take: %w", pool.ErrQueueFull), 503, time.Second},
 		{"overloaded", &pool.OverloadError{}, 503, time.Second},
 		{"failed fast", &pool.CreateError{Err: errors.New("refused"), FailedFast: true, RetryAt: now.Add(2500 * time.Millisecond)}, 503, 2500 * time.Millisecond},
-		{"acquire timeout", &pool.AcquireTimeoutError{}, 503, time.Second},
+		{"acquire timeout", fmt.Errorf("take: %w", pool.ErrAcquireTimeout), 503, time.Second},
 	} {
 		rf, ok := s.Classify(tc.err)
 		if !ok || rf.Status != tc.status || rf.RetryAfter != tc.after {

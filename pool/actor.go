@@ -348,7 +348,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			obj, err := p.f.Create(ctx)
 			if err == nil && p.f.AfterCreate != nil {
 				if err = p.f.AfterCreate(ctx, obj); err != nil {
-					p.destroyLate(obj, DestroyRejected) // never an entry
+					p.destroyLate(obj, reasonRejected) // never an entry
 				}
 			}
 			return result{obj, err}
@@ -361,7 +361,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 		},
 		func(r result) {
 			if r.err == nil {
-				p.destroyLate(r.obj, DestroyLate)
+				p.destroyLate(r.obj, reasonLate)
 			}
 			p.lateEnded(nil)
 		})
@@ -403,7 +403,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, aband
 	a.createSucceeded()
 	switch {
 	case a.closing:
-		p.destroy(e, DestroyClosed)
+		p.destroy(e, reasonClosed)
 	case w != nil && w.deliver(created[T]{e: e}):
 	default:
 		e.idleSince = p.now.Load()
@@ -418,9 +418,9 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	case abandoned: // Test still runs: its goroutine destroys the object
 		a.abandon(e)
 	case a.closing:
-		a.p.destroy(e, DestroyClosed)
+		a.p.destroy(e, reasonClosed)
 	case err != nil:
-		a.p.destroy(e, DestroyTestFailed)
+		a.p.destroy(e, reasonTestFailed)
 	default:
 		a.p.pushIdle(e)
 	}
@@ -525,10 +525,10 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 	switch {
 	case e.expiresAt != 0 && now >= e.expiresAt:
 		idleLeft--
-		p.destroy(e, DestroyLifetime)
+		p.destroy(e, reasonLifetime)
 	case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
 		idleLeft--
-		p.destroy(e, DestroyIdle)
+		p.destroy(e, reasonIdle)
 	case e.idleSince < prev: // idle through the whole last interval
 		a.startTest(e)
 	default:
@@ -564,7 +564,7 @@ func (a *actor[T]) startTest(e *entry[T]) {
 			p.send(message[T]{kind: msgTested, e: e, err: err})
 		},
 		func(error) {
-			p.destroyLate(e.obj, DestroyTestFailed)
+			p.destroyLate(e.obj, reasonTestFailed)
 			p.lateEnded(e)
 		})
 }

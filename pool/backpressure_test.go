@@ -164,7 +164,7 @@ func TestBackPressureQueueLimitApplies(t *testing.T) {
 	w2 := h.takeAsync(context.Background())
 	waitUntil(t, "a second queues", func() bool { return h.p.Stats().Queued == 2 })
 	_, err := h.p.Take(context.Background())
-	var qf *QueueFullError
+	var qf *queueFullError
 	if !errors.As(err, &qf) || qf.MaxObjects != 2 {
 		t.Fatalf("Take = %v, want ErrQueueFull naming the effective size 2", err)
 	}

@@ -98,7 +98,7 @@ func TestKeyedGiveBackBetweenScanAndPublicationServesTheClaim(t *testing.T) {
 	h.giveBack(a)
 	release()
 	h.giveBack(h.served(b)) // no tick: the fake clock does not move
-	if s := h.k.Stats(); s.Keys["a"].Destroys.Total() != 1 || s.Keys["b"].Creates != 1 {
+	if s := h.k.Stats(); totalDestroyed(s.Keys["a"].Destroys) != 1 || s.Keys["b"].Creates != 1 {
 		t.Fatalf("a destroyed %v, b created %d; want a's object destroyed for b's", s.Keys["a"].Destroys, s.Keys["b"].Creates)
 	}
 }
@@ -136,8 +136,8 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 		t.Fatalf("x's late caller: %v, want an *OverloadError at its turn", r.err)
 	}
 	h.giveBack(h.served(zc)) // no tick: the fake clock does not tick
-	if s := h.k.Stats(); s.Keys["x"].Destroyed(DestroyEvicted) != 1 || s.Keys["z"].Creates != 2 {
-		t.Fatalf("x evicted %d, z created %d; want x's idle object evicted for z's caller", s.Keys["x"].Destroyed(DestroyEvicted), s.Keys["z"].Creates)
+	if s := h.k.Stats(); s.Keys["x"].Destroys.Evicted != 1 || s.Keys["z"].Creates != 2 {
+		t.Fatalf("x evicted %d, z created %d; want x's idle object evicted for z's caller", s.Keys["x"].Destroys.Evicted, s.Keys["z"].Creates)
 	}
 	h.giveBack(r2)
 	h.giveBack(z1)
@@ -161,7 +161,7 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 	b := h.claim("b", 1)
 	h.giveBack(as[0]) // a 4, b 0: to b
 	hb := h.served(b)
-	h.destroyed("a", DestroyYielded, 1)
+	h.destroyed("a", reasonYielded, 1)
 	// a holds 3, below its cap: its queued callers claim the budget too,
 	// before c's caller comes.
 	waitUntil(t, "a's queued callers claim the budget", func() bool { return h.k.Pool("a").Stats().Total == 3 })
@@ -169,15 +169,15 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 
 	h.giveBack(as[1]) // a 3, c 0: to c, although a's callers wait and claimed first
 	hc := h.served(c)
-	h.destroyed("a", DestroyYielded, 2)
+	h.destroyed("a", reasonYielded, 2)
 	if !pending(aw1) || !pending(aw2) {
 		t.Fatal("a's queued caller got the object that went to c")
 	}
 	h.giveBack(as[2]) // a 2, c 1: a's own
 	ha1 := h.served(aw1)
 	s := h.k.Stats()
-	if s.Keys["a"].Total != 2 || s.Keys["b"].Total != 1 || s.Keys["c"].Total != 1 || s.Keys["a"].Destroyed(DestroyYielded) != 2 {
-		t.Fatalf("a %d, b %d, c %d, a yielded %d; want 2, 1, 1, 2", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["c"].Total, s.Keys["a"].Destroyed(DestroyYielded))
+	if s.Keys["a"].Total != 2 || s.Keys["b"].Total != 1 || s.Keys["c"].Total != 1 || s.Keys["a"].Destroys.Yielded != 2 {
+		t.Fatalf("a %d, b %d, c %d, a yielded %d; want 2, 1, 1, 2", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["c"].Total, s.Keys["a"].Destroys.Yielded)
 	}
 	h.giveBack(as[3])
 	h.giveBack(h.served(aw2))
@@ -218,7 +218,7 @@ func TestKeyedKeyClosedWithACreationInFlightKeepsItsSlot(t *testing.T) {
 	if m := h.f.maxLive.Load(); m != 1 {
 		t.Fatalf("%d objects alive at once, budget 1", m)
 	}
-	if s := h.k.Stats(); s.Destroyed(DestroyClosed) != 1 || s.Keys["b"].Creates != 1 {
+	if s := h.k.Stats(); s.Destroys.Closed != 1 || s.Keys["b"].Creates != 1 {
 		t.Fatalf("destroyed %v, b created %d; want a's late object destroyed (its key closed), b's made", s.Destroys, s.Keys["b"].Creates)
 	}
 }
@@ -291,7 +291,7 @@ func TestKeyedTryTakeMakesRoomFromAnotherKeysIdleObjects(t *testing.T) {
 		t.Fatalf("TryTake once b has an idle object = %v", err)
 	}
 	h.giveBack(hd)
-	if s := h.k.Stats(); s.Keys["a"].Destroyed(DestroyEvicted) != 1 || h.f.maxLive.Load() != 1 {
-		t.Fatalf("a evicted %d, %d alive at once; want a's idle object evicted, budget 1", s.Keys["a"].Destroyed(DestroyEvicted), h.f.maxLive.Load())
+	if s := h.k.Stats(); s.Keys["a"].Destroys.Evicted != 1 || h.f.maxLive.Load() != 1 {
+		t.Fatalf("a evicted %d, %d alive at once; want a's idle object evicted, budget 1", s.Keys["a"].Destroys.Evicted, h.f.maxLive.Load())
 	}
 }

@@ -56,7 +56,7 @@ func TestTakeNeverHandsOutAnObjectPastItsLifetime(t *testing.T) {
 		t.Fatal("Take handed out an object 1s old, MaxLifetime 1s")
 	}
 	h.giveBack(b)
-	waitUntil(t, "the expired object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyLifetime) == 1 })
+	waitUntil(t, "the expired object is destroyed", func() bool { return h.p.Stats().Destroys.Lifetime == 1 })
 }
 
 // Jitter shorter than the tick interval still spreads expiry: each object
@@ -88,7 +88,7 @@ func TestLifetimeJitterTakesEffectBetweenTicks(t *testing.T) {
 		h.giveBack(hd)
 	}
 	waitUntil(t, "the expired objects are destroyed", func() bool {
-		return h.p.Stats().Destroyed(DestroyLifetime) == uint64(expired)
+		return h.p.Stats().Destroys.Lifetime == uint64(expired)
 	})
 }
 

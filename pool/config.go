@@ -96,7 +96,7 @@ type Config struct {
 	// CreateTimeout bounds one creation. Create gets it as its context's
 	// deadline, and the pool enforces it too: at the timeout the caller
 	// waiting for the creation gets a *CreateError, and an object that
-	// Create returns later is destroyed (DestroyLate). The creation's
+	// Create returns later is destroyed (DestroyCounts.Late). The creation's
 	// slot stays taken until Create returns (and its object is destroyed),
 	// so that no more than MaxObjects objects exist, even with a Create that
 	// ignores its context. Zero means 10s.

@@ -399,15 +399,15 @@ func (a *actor[T]) logLine(now int64, recovered bool) {
 	if recovered {
 		kind = EventCreateRecovered
 	}
-	args := []any{AttrPool, p.cfg.Name, AttrEvent, kind.String(), AttrFailures, g.unlogged, AttrInARow, g.failures, AttrError, g.lastErr}
+	args := []any{attrPool, p.cfg.Name, attrEvent, kind.String(), attrFailures, g.unlogged, attrInARow, g.failures, attrError, g.lastErr}
 	if g.held {
-		args = append(args, AttrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
+		args = append(args, attrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
 	}
 	if g.limit < p.cfg.MaxObjects {
-		args = append(args, AttrEffectiveMax, g.limit)
+		args = append(args, attrEffectiveMax, g.limit)
 	}
 	if recovered {
-		args = append(args, AttrRecovered, true)
+		args = append(args, attrRecovered, true)
 		p.cfg.Logger.Info(kind.message(), args...)
 	} else {
 		p.cfg.Logger.Warn(kind.message(), args...)

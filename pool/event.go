@@ -7,6 +7,27 @@ import (
 )
 
 // EventKind says what happened to a pool.
+//
+// Each event is logged through Config.Logger, at the level its kind states,
+// as a line whose attributes have stable names, for log queries. Every line
+// carries:
+//
+//	pool                   Config.Name
+//	event                  EventKind.String: create_failed, create_recovered, destroyed, ...
+//
+// and, as the event has them:
+//
+//	reason                 destroyed, destroy failed: the reason's name (Event.Reason)
+//	error                  create failed, destroy failed: the factory's error
+//	failures               create failed: failures since the last line; create recovered: in a row
+//	in_a_row               create failed: failures in a row
+//	next_attempt_in        create failed, while creations are held back
+//	effective_max_objects  create failed and recovered, while back-pressure lowers it
+//	recovered              create recovered: true
+//	taken_at               LEAK-DETECTED, HELD-TOO-LONG: the taker's stack
+//	action                 LEAK-DETECTED: what the pool did
+//	held                   HELD-TOO-LONG: how long the Handle has been held
+//	threshold              HELD-TOO-LONG: Config.HoldThreshold
 type EventKind uint8
 
 // The kinds of event. Their String values are stable: the "event"
@@ -93,10 +114,10 @@ type Event struct {
 	Time     time.Time // on Config.Clock
 	Pool     string    // Config.Name
 	Kind     EventKind
-	Reason   DestroyReason // EventDestroyed, EventDestroyFailed
-	Err      error         // EventCreateFailed, EventDestroyFailed: the factory's error
-	Failures int           // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
-	RetryAt  time.Time     // EventCreateFailed: the next attempt, while creations are held back
+	Reason   string    // EventDestroyed, EventDestroyFailed: the reason's name, a DestroyCounts field's JSON name ("idle", "leaked", ...)
+	Err      error     // EventCreateFailed, EventDestroyFailed: the factory's error
+	Failures int       // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
+	RetryAt  time.Time // EventCreateFailed: the next attempt, while creations are held back
 	// Held and Threshold are EventHeldTooLong's hold time and
 	// Config.HoldThreshold.
 	Held, Threshold time.Duration
@@ -105,43 +126,43 @@ type Event struct {
 	TakenAt string
 }
 
-// Attribute names of the pool's log lines; they are stable. Every line
-// carries AttrPool and AttrEvent; the others as listed.
+// The attribute names of the pool's log lines, listed in EventKind's doc;
+// they are stable.
 const (
-	AttrPool          = "pool"                  // Config.Name
-	AttrEvent         = "event"                 // EventKind.String
-	AttrReason        = "reason"                // destroyed, destroy failed: DestroyReason.String
-	AttrError         = "error"                 // create failed, destroy failed
-	AttrFailures      = "failures"              // create failed: failures since the last line; recovered: in a row
-	AttrInARow        = "in_a_row"              // create failed: failures in a row
-	AttrNextAttemptIn = "next_attempt_in"       // create failed, while creations are held back
-	AttrEffectiveMax  = "effective_max_objects" // create failed/recovered, while back-pressure lowers it
-	AttrRecovered     = "recovered"             // create recovered: true
-	AttrTakenAt       = "taken_at"              // LEAK-DETECTED, HELD-TOO-LONG: the taker's stack
-	AttrAction        = "action"                // LEAK-DETECTED: what the pool did
-	AttrHeld          = "held"                  // HELD-TOO-LONG
-	AttrThreshold     = "threshold"             // HELD-TOO-LONG
+	attrPool          = "pool"
+	attrEvent         = "event"
+	attrReason        = "reason"
+	attrError         = "error"
+	attrFailures      = "failures"
+	attrInARow        = "in_a_row"
+	attrNextAttemptIn = "next_attempt_in"
+	attrEffectiveMax  = "effective_max_objects"
+	attrRecovered     = "recovered"
+	attrTakenAt       = "taken_at"
+	attrAction        = "action"
+	attrHeld          = "held"
+	attrThreshold     = "threshold"
 )
 
-// Attrs returns e's fields as slog attributes under the Attr names,
-// leaving out those that do not apply (Time is the record's own).
-func (e Event) Attrs() []slog.Attr {
-	as := []slog.Attr{slog.String(AttrPool, e.Pool), slog.String(AttrEvent, e.Kind.String())}
+// attrs returns e's fields as slog attributes under their names, leaving
+// out those that do not apply (Time is the record's own).
+func (e Event) attrs() []slog.Attr {
+	as := []slog.Attr{slog.String(attrPool, e.Pool), slog.String(attrEvent, e.Kind.String())}
 	switch e.Kind {
 	case EventDestroyed, EventDestroyFailed:
-		as = append(as, slog.String(AttrReason, e.Reason.String()))
+		as = append(as, slog.String(attrReason, e.Reason))
 	case EventCreateRecovered:
-		as = append(as, slog.Int(AttrFailures, e.Failures), slog.Bool(AttrRecovered, true))
+		as = append(as, slog.Int(attrFailures, e.Failures), slog.Bool(attrRecovered, true))
 	case EventCreateFailed:
-		as = append(as, slog.Int(AttrInARow, e.Failures))
+		as = append(as, slog.Int(attrInARow, e.Failures))
 	case EventLeak:
-		as = append(as, slog.String(AttrTakenAt, e.TakenAt), slog.String(AttrAction, "object destroyed and its slot freed"))
+		as = append(as, slog.String(attrTakenAt, e.TakenAt), slog.String(attrAction, "object destroyed and its slot freed"))
 	case EventHeldTooLong:
-		as = append(as, slog.Duration(AttrHeld, e.Held), slog.Duration(AttrThreshold, e.Threshold),
-			slog.String(AttrTakenAt, e.TakenAt))
+		as = append(as, slog.Duration(attrHeld, e.Held), slog.Duration(attrThreshold, e.Threshold),
+			slog.String(attrTakenAt, e.TakenAt))
 	}
 	if e.Err != nil {
-		as = append(as, slog.Any(AttrError, e.Err))
+		as = append(as, slog.Any(attrError, e.Err))
 	}
 	return as
 }
@@ -159,20 +180,20 @@ func (p *Pool[T]) emit(e Event, log bool) {
 		p.cfg.OnEvent(e)
 	}
 	if log {
-		p.cfg.Logger.LogAttrs(context.Background(), level, e.Kind.message(), e.Attrs()...)
+		p.cfg.Logger.LogAttrs(context.Background(), level, e.Kind.message(), e.attrs()...)
 	}
 }
 
 // destroyObject destroys obj for why, reports it, and counts it.
-func (p *Pool[T]) destroyObject(obj T, why DestroyReason) {
+func (p *Pool[T]) destroyObject(obj T, why destroyReason) {
 	var err error
 	if p.f.Destroy != nil {
 		err = p.f.Destroy(obj)
 	}
 	if err != nil {
-		p.emit(Event{Kind: EventDestroyFailed, Reason: why, Err: err}, true)
+		p.emit(Event{Kind: EventDestroyFailed, Reason: why.String(), Err: err}, true)
 	} else {
-		p.emit(Event{Kind: EventDestroyed, Reason: why}, true)
+		p.emit(Event{Kind: EventDestroyed, Reason: why.String()}, true)
 	}
 	p.counters.destroys[why].Add(1)
 }

@@ -58,7 +58,7 @@ func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if d := got.of(EventDestroyed); len(d) != 2 || d[0].Reason != DestroyDiscarded || d[1].Reason != DestroyClosed || d[0].Pool != "orders" {
+	if d := got.of(EventDestroyed); len(d) != 2 || d[0].Reason != "discarded" || d[1].Reason != "closed" || d[0].Pool != "orders" {
 		t.Fatalf("destroyed events = %+v, want discarded then closed, pool orders", d)
 	}
 	f := got.of(EventCreateFailed)
@@ -95,7 +95,7 @@ func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 	hd.Value().broken.Store(true) // Validate fails at give-back: destroyed as invalid
 	_ = hd.GiveBack()
 	h.ev.wait(t, "destroyed", 1)
-	if d := got.of(EventDestroyFailed); len(d) != 1 || d[0].Reason != DestroyInvalid || !errors.Is(d[0].Err, errClose) {
+	if d := got.of(EventDestroyFailed); len(d) != 1 || d[0].Reason != "invalid" || !errors.Is(d[0].Err, errClose) {
 		t.Fatalf("destroy_failed events = %+v", d)
 	}
 	if log := h.log.String(); !strings.Contains(log, `level=WARN msg="destroy failed" pool=pool event=destroy_failed reason=invalid error="close: broken pipe"`) {

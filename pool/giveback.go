@@ -37,9 +37,9 @@ func (p *Pool[T]) giveBack(h Handle[T]) error {
 	}
 	switch {
 	case !p.valid(e.obj):
-		p.destroy(e, DestroyInvalid)
+		p.destroy(e, reasonInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
-		p.destroy(e, DestroyLifetime)
+		p.destroy(e, reasonLifetime)
 	case p.f.AfterGiveBack != nil && !p.closed.Load():
 		p.afterGiveBack(e)
 	default:
@@ -62,13 +62,13 @@ func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 			case errBound != nil: // the hook still runs: its goroutine destroys the object
 				p.send(message[T]{kind: msgAbandoned, e: e})
 			case err != nil:
-				p.destroy(e, DestroyRejected)
+				p.destroy(e, reasonRejected)
 			default:
 				p.putIdle(e)
 			}
 		},
 		func(error) {
-			p.destroyLate(e.obj, DestroyRejected)
+			p.destroyLate(e.obj, reasonRejected)
 			p.lateEnded(e)
 		})
 }
@@ -79,7 +79,7 @@ func (p *Pool[T]) discard(h Handle[T]) error {
 	if err != nil {
 		return err
 	}
-	p.destroy(e, DestroyDiscarded)
+	p.destroy(e, reasonDiscarded)
 	return nil
 }
 
@@ -159,7 +159,7 @@ func (p *Pool[T]) drainClosed() (slots int) {
 	for i := range p.idle.shards {
 		s := &p.idle.shards[i]
 		for e := s.pop(); e != nil; e = s.pop() {
-			p.destroy(e, DestroyClosed)
+			p.destroy(e, reasonClosed)
 		}
 	}
 	wake := false
@@ -172,7 +172,7 @@ func (p *Pool[T]) drainClosed() (slots int) {
 			case kindSlot:
 				slots++
 			default:
-				p.destroy(e, DestroyClosed)
+				p.destroy(e, reasonClosed)
 			}
 		default:
 			if wake {

@@ -53,7 +53,7 @@ func TestGiveBackDestroysAnInvalidObject(t *testing.T) {
 	a.Value().broken.Store(true)
 	h.giveBack(a)
 	h.ev.wait(t, "destroyed", 1)
-	if s := h.p.Stats(); s.Destroyed(DestroyInvalid) != 1 || s.Total != 0 {
+	if s := h.p.Stats(); s.Destroys.Invalid != 1 || s.Total != 0 {
 		t.Fatalf("stats = %+v, want the invalid object destroyed", s)
 	}
 }
@@ -70,8 +70,8 @@ func TestDiscardFreesTheSlotForAWaiter(t *testing.T) {
 		t.Fatalf("waiter got %v, %v; want a new object", r.h, r.err)
 	}
 	h.giveBack(r.h)
-	if s := h.p.Stats(); s.Destroyed(DestroyDiscarded) != 1 {
-		t.Fatalf("discarded = %d", s.Destroyed(DestroyDiscarded))
+	if s := h.p.Stats(); s.Destroys.Discarded != 1 {
+		t.Fatalf("discarded = %d", s.Destroys.Discarded)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestStatsCountWaitsInTheHistogram(t *testing.T) {
 	if s.Takes != 2 || s.Waits != 2 || s.WaitTime != 3*time.Millisecond {
 		t.Fatalf("stats = %+v, want 2 takes, both waited, 3ms in all", s)
 	}
-	if got := s.WaitHistogram.Total(); got != 2 {
+	if got := s.WaitHistogram.total(); got != 2 {
 		t.Fatalf("histogram counts %d takes, want 2", got)
 	}
 	if q, ok := s.WaitHistogram.Quantile(0.99); !ok || q != 4096*time.Microsecond {

@@ -56,7 +56,7 @@ func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
 		t.Fatalf("Take = %v, want a *CreateError with the hook's error", err)
 	}
 	waitUntil(t, "the refused object is destroyed", func() bool { return h.f.live.Load() == 0 })
-	if s := h.p.Stats(); s.CreateFailures != 1 || s.Total != 0 || s.Destroyed(DestroyRejected) != 1 {
+	if s := h.p.Stats(); s.CreateFailures != 1 || s.Total != 0 || s.Destroys.Rejected != 1 {
 		t.Fatalf("stats = %+v, want 1 create failure, its object destroyed as rejected, the slot free", s)
 	}
 }
@@ -94,7 +94,7 @@ func TestBeforeHandOutRejectsAnIdleObjectAndTakeLooksAgain(t *testing.T) {
 		t.Fatalf("Take handed out %v after %d checks; want another than the rejected %v, after 2", c.Value(), calls.Load(), bad.Load())
 	}
 	h.giveBack(c)
-	waitUntil(t, "the rejected object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
+	waitUntil(t, "the rejected object is destroyed", func() bool { return h.p.Stats().Destroys.Rejected == 1 })
 }
 
 func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
@@ -123,7 +123,7 @@ func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
 	gate <- struct{}{}
 	waitUntil(t, "the object is discarded", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyRejected) == 1 && s.Total == 0
+		return s.Destroys.Rejected == 1 && s.Total == 0
 	})
 	close(gate)
 }
@@ -153,7 +153,7 @@ func TestAfterGiveBackPastTestTimeoutKeepsTheSlotUntilItReturns(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("next Take = %v", r.err)
 	}
-	if s := h.p.Stats(); s.Destroyed(DestroyRejected) != 1 || h.f.maxLive.Load() != 1 {
+	if s := h.p.Stats(); s.Destroys.Rejected != 1 || h.f.maxLive.Load() != 1 {
 		t.Fatalf("stats %+v, %d alive at once; want the hook's object destroyed, 1 alive at once", s, h.f.maxLive.Load())
 	}
 	h.giveBack(r.h)
@@ -267,7 +267,7 @@ func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
 	h.giveBack(o)
 	waitUntil(t, "the rejected objects are destroyed", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyRejected) == n && s.Creating == 0 && s.Total == s.Idle
+		return s.Destroys.Rejected == n && s.Creating == 0 && s.Total == s.Idle
 	})
 	if s := h.p.Stats(); s.Creates != n+1 || s.Total != 1 {
 		t.Fatalf("stats = %+v; want %d creations (one after the %d rejections) and 1 object", s, n+1, n)

@@ -87,12 +87,12 @@ var ErrKeyExists = errors.New("pool: key exists")
 //   - an idle object of another key that nobody of that key waits for is
 //     destroyed, the least recently used first (to the resolution of the
 //     pool's coarse clock, ValidationInterval), never taking a key below its
-//     MinIdle (Stats.Destroyed(DestroyEvicted));
+//     MinIdle (Stats.Destroys.Evicted);
 //   - an object given back to another key is destroyed, so that the waiting
 //     key can create one, when nobody of its key waits for it, or when its
 //     key holds more than one object more than the waiting key: a key under
 //     constant load lends the budget to one that waits until both hold about
-//     as many (Stats.Destroyed(DestroyYielded)).
+//     as many (Stats.Destroys.Yielded).
 //
 // Take(ctx, key) takes from a key's pool; the Handle's GiveBack and Discard
 // return it to that key. Pool(key) is the key's *Pool itself, whose Take,
@@ -106,7 +106,7 @@ type Keyed[K comparable, T any] struct {
 
 	keys atomic.Pointer[keyTable[K, T]] // replaced, never changed, under mu
 
-	mu     sync.Mutex // held by Add, StartClose and forget; not by the loop
+	mu     sync.Mutex // held by Add, StartClose and forget, and by Stats to read closed; not by the loop
 	closed bool
 
 	statsMu sync.Mutex

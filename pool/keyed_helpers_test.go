@@ -159,10 +159,10 @@ func (h *keyedHarness) served(ch chan takeResult) Handle[*fakeObj] {
 }
 
 // destroyed waits until key has destroyed n objects for reason r.
-func (h *keyedHarness) destroyed(key string, r DestroyReason, n uint64) {
+func (h *keyedHarness) destroyed(key string, r destroyReason, n uint64) {
 	h.t.Helper()
 	waitUntil(h.t, "objects of "+key+" destroyed as "+r.String(), func() bool {
-		return h.k.Stats().Keys[key].Destroyed(r) == n
+		return destroysOf(h.k.Stats().Keys[key].Destroys, r) == n
 	})
 }
 

@@ -95,13 +95,13 @@ func TestKeyedGiveBackYieldsToAKeyWaitingForTheBudget(t *testing.T) {
 		t.Fatalf("%d objects alive at once, budget 2", h.f.maxLive.Load())
 	}
 	s := h.k.Stats()
-	if got := s.Keys["a"].Destroyed(DestroyYielded); got != 1 || s.Keys["b"].Creates != 1 || s.WaitingForBudget != 0 {
+	if got := s.Keys["a"].Destroys.Yielded; got != 1 || s.Keys["b"].Creates != 1 || s.WaitingForBudget != 0 {
 		t.Fatalf("a yielded %d, b created %d, %d waiting for the budget; want 1, 1, 0", got, s.Keys["b"].Creates, s.WaitingForBudget)
 	}
 	// Nobody waits now: a give-back stays idle.
 	h.giveBack(a2)
 	h.giveBack(hb)
-	if s := h.k.Stats(); s.Idle != 2 || s.Destroys.Total() != 1 {
+	if s := h.k.Stats(); s.Idle != 2 || totalDestroyed(s.Destroys) != 1 {
 		t.Fatalf("stats %+v; want both objects idle, one destroyed", s)
 	}
 }
@@ -137,7 +137,7 @@ func TestKeyedServesKeysWaitingForTheBudgetInFIFOOrder(t *testing.T) {
 	h.giveBack(hb2)
 	h.giveBack(hc1)
 	s := h.k.Stats()
-	if got := s.Keys["a"].Destroyed(DestroyYielded); got != 2 || s.Keys["b"].Creates != 1 || s.Keys["c"].Creates != 1 {
+	if got := s.Keys["a"].Destroys.Yielded; got != 2 || s.Keys["b"].Creates != 1 || s.Keys["c"].Creates != 1 {
 		t.Fatalf("a yielded %d, b created %d, c created %d; want 2, 1, 1", got, s.Keys["b"].Creates, s.Keys["c"].Creates)
 	}
 	if m := h.f.maxLive.Load(); m > 2 {
@@ -161,15 +161,15 @@ func TestKeyedBusyKeyLendsTheBudgetToAStarvedKey(t *testing.T) {
 
 	h.giveBack(as[0]) // a holds 4, b none: to b, although a's caller waits
 	hb := h.served(b)
-	h.destroyed("a", DestroyYielded, 1)
+	h.destroyed("a", reasonYielded, 1)
 	if !pending(aw) {
 		t.Fatal("a's waiting caller got the object that went to b")
 	}
 	h.giveBack(as[1]) // a's caller has waited longest
 	ha := h.served(aw)
 	s := h.k.Stats()
-	if s.Keys["a"].Total != 3 || s.Keys["b"].Total != 1 || s.Keys["a"].Destroyed(DestroyYielded) != 1 {
-		t.Fatalf("a has %d, b %d, a yielded %d; want 3, 1, 1", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["a"].Destroyed(DestroyYielded))
+	if s.Keys["a"].Total != 3 || s.Keys["b"].Total != 1 || s.Keys["a"].Destroys.Yielded != 1 {
+		t.Fatalf("a has %d, b %d, a yielded %d; want 3, 1, 1", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["a"].Destroys.Yielded)
 	}
 	for _, hd := range []Handle[*fakeObj]{as[2], as[3], ha, hb} {
 		h.giveBack(hd)
@@ -192,14 +192,14 @@ func TestKeyedEvictsTheLeastRecentlyUsedIdleObject(t *testing.T) {
 	h.giveBack(b2)
 
 	c1 := h.take("c")
-	h.destroyed("b", DestroyEvicted, 1)
+	h.destroyed("b", reasonEvicted, 1)
 	if got := h.f.destroyedIDs(); len(got) != 1 || got[0] != b1.Value().id {
 		t.Fatalf("destroyed %v, want b's object idle longest (%d)", got, b1.Value().id)
 	}
 	// a and b were given back in the same tick: the key with more idle
 	// spares one.
 	c2 := h.take("c")
-	h.destroyed("a", DestroyEvicted, 1)
+	h.destroyed("a", reasonEvicted, 1)
 	if m := h.f.maxLive.Load(); m > 4 {
 		t.Fatalf("%d objects alive at once, budget 4", m)
 	}
@@ -214,7 +214,7 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 	h.add("b", Config{})
 	b1 := h.take("b")
 	b2 := h.claim("b", 1) // a's idle objects are its MinIdle: b waits
-	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("stats %+v; want a's 2 idle kept", s)
 	}
 	h.giveBack(b1) // to b's own caller
@@ -223,7 +223,7 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 	} else {
 		h.giveBack(got)
 	}
-	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("stats %+v; want a's 2 idle kept, nothing destroyed", s)
 	}
 }
@@ -255,7 +255,7 @@ func TestKeyedCallerLeavingGivesUpItsClaim(t *testing.T) {
 		s := h.k.Stats()
 		return s.WaitingForBudget == 0 && s.Idle == 1
 	})
-	if s := h.k.Stats(); s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("destroyed %v for a caller that left", s.Destroys)
 	}
 }
@@ -271,9 +271,9 @@ func TestKeyedQueueLimitCountsEveryKey(t *testing.T) {
 	aw := h.queued("a", 1)
 	bw := h.claim("b", 1)
 	_, err := h.k.Take(context.Background(), "c")
-	var qf *QueueFullError
+	var qf *queueFullError
 	if !errors.As(err, &qf) || qf.MaxQueueSize != 2 || qf.MaxObjects != 1 {
-		t.Fatalf("third waiter's Take = %v, want a *QueueFullError (MaxQueueSize 2, MaxObjects 1)", err)
+		t.Fatalf("third waiter's Take = %v, want a *queueFullError (MaxQueueSize 2, MaxObjects 1)", err)
 	}
 	_, err = h.k.Take(context.Background(), "a")
 	if !errors.Is(err, ErrQueueFull) {
@@ -297,13 +297,19 @@ func TestKeyedCloseReleasesEveryKeyAndWaitsForObjectsOut(t *testing.T) {
 	if _, err := h.k.Take(context.Background(), "c"); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take of an unknown key = %v, want ErrUnknownKey", err)
 	}
+	if h.k.Stats().Closed {
+		t.Fatal("Stats.Closed before Close")
+	}
 
 	closed := make(chan error, 1)
 	go func() { closed <- h.k.Close(context.Background()) }()
 	if r := h.result(aw); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("waiting Take = %v, want ErrClosed", r.err)
 	}
-	waitUntil(t, "b's idle object is destroyed", func() bool { return h.k.Stats().Destroyed(DestroyClosed) == 1 })
+	if !h.k.Stats().Closed {
+		t.Fatal("Stats.Closed false once Close has released the waiters")
+	}
+	waitUntil(t, "b's idle object is destroyed", func() bool { return h.k.Stats().Destroys.Closed == 1 })
 	if _, err := h.k.Take(context.Background(), "b"); !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take after Close = %v, want ErrClosed or ErrUnknownKey", err)
 	}
@@ -319,7 +325,7 @@ func TestKeyedCloseReleasesEveryKeyAndWaitsForObjectsOut(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if s := h.k.Stats(); s.Total != 0 || s.Destroyed(DestroyClosed) != 2 || len(s.Keys) != 0 {
+	if s := h.k.Stats(); s.Total != 0 || s.Destroys.Closed != 2 || len(s.Keys) != 0 {
 		t.Fatalf("after Close: %+v; want nothing alive, 2 destroyed as closed, no keys", s)
 	}
 }
@@ -344,7 +350,7 @@ func TestKeyedClosingAKeyFreesItsBudget(t *testing.T) {
 	}
 	h.giveBack(h.served(b))
 	h.add("a", Config{}) // again
-	if s := h.k.Stats(); s.Keys["a"].Total != 0 || s.Destroyed(DestroyClosed) != 1 {
+	if s := h.k.Stats(); s.Keys["a"].Total != 0 || s.Destroys.Closed != 1 {
 		t.Fatalf("stats %+v; want a new key a, a's old object destroyed as closed", s)
 	}
 }

@@ -28,8 +28,8 @@ func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
 	if strings.Count(log, msgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
 		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, msgLeak)
 	}
-	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
-		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
+	if s := h.p.Stats(); s.Destroys.Leaked != 1 {
+		t.Fatalf("leaked destroys = %d, want 1", s.Destroys.Leaked)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -124,7 +124,7 @@ func TestCloseFindsLostHandles(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatalf("Close = %v, want the lost handle found", err)
 	}
-	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || f.live.Load() != 0 {
+	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroys.Leaked != 1 || f.live.Load() != 0 {
 		t.Fatalf("stats = %+v, live %d; want the lost object reclaimed and destroyed", s, f.live.Load())
 	}
 	if !strings.Contains(log.String(), msgLeak) {

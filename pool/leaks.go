@@ -66,7 +66,7 @@ func (p *Pool[T]) reclaimLost(ref leaseRef[T]) {
 	}
 	p.counters.leaks.Add(1)
 	p.emit(Event{Kind: EventLeak, TakenAt: ref.e.site.Load().String()}, true)
-	p.destroy(ref.e, DestroyLeaked)
+	p.destroy(ref.e, reasonLeaked)
 }
 
 // notifyGC has the actor watch the leases out after each garbage

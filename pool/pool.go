@@ -158,7 +158,7 @@ func (p *Pool[T]) Config() Config { return p.cfg }
 
 // destroy destroys e in a new goroutine and tells the actor when it is done,
 // freeing e's slot. The caller must own e.
-func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
+func (p *Pool[T]) destroy(e *entry[T], why destroyReason) {
 	p.destroying.Add(1)
 	p.wg.Add(1)
 	go func() {

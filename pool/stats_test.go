@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,22 +23,17 @@ func TestStatsDestroysByReason(t *testing.T) {
 	h.giveBack(b)
 	h.ev.wait(t, "destroyed", 2)
 	d := h.p.Stats().Destroys
-	if d.Of(DestroyDiscarded) != 1 || d.Of(DestroyInvalid) != 1 || d.Total() != 2 {
-		t.Fatalf("destroys = %v, want 1 discarded and 1 invalid", d)
+	if d.Discarded != 1 || d.Invalid != 1 || totalDestroyed(d) != 2 {
+		t.Fatalf("destroys = %+v, want 1 discarded and 1 invalid", d)
 	}
-	seen := map[DestroyReason]uint64{}
-	for r, n := range d.All() {
-		seen[r] = n
+	if got := destroysOf(d, reasonDiscarded); got != 1 {
+		t.Fatalf("destroysOf(discarded) = %d, want 1", got)
 	}
-	if len(seen) != len(destroyReasonNames) || seen[DestroyDiscarded] != 1 {
-		t.Fatalf("All() = %v, want every reason once", seen)
-	}
-	if got := d.String(); !strings.Contains(got, "discarded=1") || !strings.Contains(got, "invalid=1") || strings.Contains(got, "idle=") {
-		t.Fatalf("String() = %q, want the non-zero reasons only", got)
-	}
-	if d.Of(DestroyReason(-1)) != 0 || d.Of(DestroyReason(99)) != 0 {
-		t.Fatal("an unknown reason must count 0")
-	}
+}
+
+// destroysOf is d's count of reason r.
+func destroysOf(d DestroyCounts, r destroyReason) uint64 {
+	return reflect.ValueOf(d).Field(int(r)).Uint()
 }
 
 func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
@@ -132,5 +129,41 @@ func TestStatsDoesNotNeedTheActor(t *testing.T) {
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// totalDestroyed is the number of objects d counts, whatever the reason.
+func totalDestroyed(d DestroyCounts) uint64 {
+	var n uint64
+	v := reflect.ValueOf(d)
+	for i := range v.NumField() {
+		n += v.Field(i).Uint()
+	}
+	return n
+}
+
+// Each reason's counter is read into the DestroyCounts field whose JSON
+// name is the reason's name (the log lines' reason, Event.Reason, health's
+// JSON and the Prometheus label).
+func TestDestroyCountsFieldsAreTheReasons(t *testing.T) {
+	var n [numDestroyReasons]atomic.Uint64
+	for r := range n {
+		n[r].Store(uint64(r) + 1)
+	}
+	v := reflect.ValueOf(destroyCounts(&n))
+	if v.NumField() != int(numDestroyReasons) {
+		t.Fatalf("DestroyCounts has %d fields for %d reasons", v.NumField(), numDestroyReasons)
+	}
+	var sum DestroyCounts
+	sum.add(destroyCounts(&n))
+	sum.add(destroyCounts(&n))
+	for r := range numDestroyReasons {
+		f := v.Type().Field(int(r))
+		if name := f.Tag.Get("json"); name != r.String() || v.Field(int(r)).Uint() != uint64(r)+1 {
+			t.Errorf("field %d, %s (json %q) = %d; want reason %q's count %d", r, f.Name, name, v.Field(int(r)).Uint(), r, r+1)
+		}
+		if got := reflect.ValueOf(sum).Field(int(r)).Uint(); got != 2*(uint64(r)+1) {
+			t.Errorf("add: %s = %d; want %d", f.Name, got, 2*(r+1))
+		}
 	}
 }

@@ -86,7 +86,7 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if err := c.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Destroyed(pool.DestroyInvalid) != 1 || st.Destroyed(pool.DestroyLeaked) != 1 {
+	if st := p.Stats(); st.Destroys.Invalid != 1 || st.Destroys.Leaked != 1 {
 		t.Fatalf("destroys %v: want one for the open transaction, one for the leak", st.Destroys)
 	}
 }

@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"reflect"
+
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/respool/respool/health"
@@ -101,8 +103,9 @@ func collectSource(ch chan<- prom.Metric, name string, src health.Source) {
 	counter(descAcquireTimeout, s.AcquireTimeouts)
 	counter(descCreates, s.Creates)
 	counter(descCreateFailures, s.CreateFailures)
-	for r, n := range s.Destroys.All() {
-		counter(descDestroys, n, r.String())
+	d := reflect.ValueOf(s.Destroys) // a field a reason, named by its JSON name
+	for i, f := range reflect.VisibleFields(d.Type()) {
+		counter(descDestroys, d.Field(i).Uint(), f.Tag.Get("json"))
 	}
 	counter(descLeaks, s.LeaksDetected)
 	counter(descHeld, s.HeldTooLong)
