@@ -1,6 +1,7 @@
 package respool
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"fmt"
@@ -35,9 +36,11 @@ type Config struct {
 	Connector driver.Connector
 	// Pool configures the pool (and its leak tracking), as pool.Config
 	// documents, but for Pool.HoldThreshold: on this path zero means
-	// DefaultHoldThreshold, so that a leaked *sql.Tx or *sql.Conn is
-	// reported, and a negative threshold means no hold-time report
-	// (respool_leak_threshold=off), and Pool.BackPressure: nil means the
+	// 5m, so that a leaked *sql.Tx or *sql.Conn is reported (longer than a
+	// request or a query holds a connection; a job that holds one on
+	// purpose for longer, a long transaction or a LISTEN loop on a
+	// *sql.Conn, raises it), and a negative threshold means no hold-time
+	// report (respool_leak_threshold=off), and Pool.BackPressure: nil means the
 	// Resilience classifier's (dbclass.BackPressure), unless
 	// Resilience.BackPressureDisabled (respool_back_pressure=off).
 	Pool pool.Config
@@ -59,6 +62,17 @@ type Config struct {
 	// arguments goes by the simple protocol); go-sql-driver/mysql only with
 	// its multiStatements parameter.
 	InitSQL []string
+	// LogLevel (respool_log) is the least level of the lines respool logs
+	// for this Connector (its pool's, breaker's, pause's and hooks'), which
+	// go to Pool.Logger, or slog.Default() when that is nil, whatever the
+	// handler's own level: respool_log=debug shows respool's Debug lines on
+	// a handler at Info. A *slog.LevelVar changes it while the Connector
+	// runs; a level above slog.LevelError (respool_log=off) turns respool's
+	// lines off. Nil leaves the level to the handler: slog.Default()'s is
+	// Info, at which respool logs changes of state (creations failing for
+	// good and recovering, the circuit opening and closing, a pause
+	// beginning and ending, a leak), each once, not a line per attempt.
+	LogLevel slog.Leveler
 
 	// The hooks below are respool's pool.Factory hooks for database/sql, in the
 	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
@@ -113,7 +127,7 @@ type Config struct {
 	// connection that replaces it: keep a MySQL server's max_connections a
 	// little above the sum of the pools' maximums.
 
-	// CancelWait (respool_cancel_wait, default DefaultCancelWait): when the
+	// CancelWait (respool_cancel_wait, default 500ms): when the
 	// context of a pgx statement ends, respool asks PostgreSQL to cancel
 	// the statement (a cancel request, pgconn's
 	// CancelRequestContextWatcherHandler) and keeps the connection, which
@@ -126,8 +140,8 @@ type Config struct {
 	// context.DeadlineExceeded)) and the server's 57014 query_canceled.
 	// Off: pgx's default, the connection is closed at once.
 	CancelWait time.Duration
-	// SessionEndWait (respool_session_end_wait, default
-	// DefaultSessionEndWait): a connection closed by the pool keeps its slot
+	// SessionEndWait (respool_session_end_wait, default 5s): a connection
+	// closed by the pool keeps its slot
 	// until the server has ended its session (it closes its end of the
 	// socket; MySQL's teardown after that: see above), for at most
 	// SessionEndWait. go-sql-driver/mysql closes a
@@ -144,7 +158,8 @@ type Config struct {
 // Validate reports the first problem of c: neither DriverName nor Connector
 // set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
 // (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields), whose structure cannot be read (an
+// belong in the Config's fields) or one of pgxpool's pool_ keys (pgx would
+// send it to the server, which refuses it), whose structure cannot be read (an
 // unterminated quote), or whose password its form cannot carry as written
 // (a URL password holding an unencoded '@' or '/': the error says to
 // percent-encode it, and shows none of it); a negative CloseTimeout; an
@@ -172,7 +187,7 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 		return nil, fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
 	case c.Connector != nil && (c.DriverName != "" || c.DSN != ""):
 		return nil, fmt.Errorf("%w: Connector is set, so DriverName and DSN must be empty", ErrInvalidConfig)
-	case c.DriverName == dsnSelfDriver:
+	case c.DriverName == driverName:
 		return nil, fmt.Errorf("%w: DriverName %q: respool cannot wrap itself", ErrInvalidConfig, c.DriverName)
 	}
 	if text == nil || text.Rest != c.DSN || dsnform.Of(c.DSN) != text.Form {
@@ -187,6 +202,9 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 				ErrInvalidConfig, dsnform.Quote(t.Params[0].Key))
 		}
 		text = t
+	}
+	if err := refusePgxpoolKeys(text.Rest); err != nil {
+		return nil, err
 	}
 	if c.CloseTimeout < 0 {
 		return nil, fmt.Errorf("%w: CloseTimeout %v: must be 0 (Close does not wait) or positive", ErrInvalidConfig, c.CloseTimeout)
@@ -216,9 +234,12 @@ func (c *Config) poolConfig() pool.Config {
 			pc.BackPressure = cl.BackPressure
 		}
 	}
+	if c.LogLevel != nil {
+		pc.Logger = leveled(cmp.Or(pc.Logger, slog.Default()), c.LogLevel)
+	}
 	switch {
 	case pc.HoldThreshold == 0:
-		pc.HoldThreshold = DefaultHoldThreshold
+		pc.HoldThreshold = defaultHoldThreshold
 	case pc.HoldThreshold < 0:
 		pc.HoldThreshold = 0 // the pool's "no report"
 	}

@@ -31,7 +31,7 @@ func openFaultDB(t *testing.T, m *mockDB, legacy bool, pc pool.Config) (*sql.DB,
 // dropped of them as broken and keeps total, all idle (see waitStats), and
 // fails the test if it does not get there. A connection is dropped when a
 // conn discards it (it failed with driver.ErrBadConn) or when the check of
-// a connection taken from idle refuses it (DestroyRejected).
+// a connection taken from idle refuses it (Destroys.Rejected).
 func checkPool(t *testing.T, c *Connector, creates, dropped uint64, total int) {
 	t.Helper()
 	droppedOf := func(s pool.Stats) uint64 {
@@ -694,38 +694,6 @@ func TestConnCloseTwiceGivesBackOnce(t *testing.T) {
 	}
 	if fc.conn(t, 1).closed.Load() {
 		t.Error("Close closed the physical connection; want it given back")
-	}
-}
-
-func TestRawConnReachesTheRealConnection(t *testing.T) {
-	m := newMock(t)
-	db, c, fc := openFaultDB(t, m, false, pool.Config{})
-	ctx := context.Background()
-	sc, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	err = sc.Raw(func(dc any) error {
-		if got, ok := RawConn(dc).(*faultConn); !ok || got != fc.conn(t, 1) {
-			return fmt.Errorf("RawConn(%T) = %T; want the real driver's connection", dc, RawConn(dc))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Error(err)
-	}
-	// Any other value passes through, so that code using RawConn works on
-	// the plain driver too.
-	if other := fc.conn(t, 1); RawConn(other) != other {
-		t.Error("RawConn of a connection that is not respool's is not that connection")
-	}
-	h, err := c.Pool().TryTake()
-	if err == nil {
-		defer h.GiveBack()
-		if _, ok := RawConn(h.Value()).(*faultConn); !ok {
-			t.Errorf("RawConn of a pool object = %T; want the real driver's connection", RawConn(h.Value()))
-		}
 	}
 }
 

@@ -32,18 +32,15 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// DefaultHoldThreshold is the database/sql path's default of
-// Pool.HoldThreshold: a connection held longer is reported once as
-// HELD-TOO-LONG (with the stack of the code that took it when
-// Pool.LeakCaptureStack is set). It is longer than a request or a query is
-// expected to hold a connection; a job that holds one on purpose for longer
-// (a long transaction, a LISTEN loop on a *sql.Conn) raises it.
-const DefaultHoldThreshold = 5 * time.Minute
+// defaultHoldThreshold is the database/sql path's default of
+// Pool.HoldThreshold (see Config.Pool): a connection held longer is
+// reported once as HELD-TOO-LONG (with the stack of the code that took it
+// when Pool.LeakCaptureStack is set).
+const defaultHoldThreshold = 5 * time.Minute
 
-// NewConnector validates cfg and starts its pool. Until it is closed, the
-// Connector is listed by Connectors and found by Lookup under its name.
+// NewConnector validates cfg and starts its pool.
 //
-// A zero Pool.HoldThreshold means DefaultHoldThreshold (a negative
+// A zero Pool.HoldThreshold means 5m (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
 // made through database/sql is reported out of the box: a *sql.Rows dropped
 // without Close by the garbage collector, a *sql.Tx or *sql.Conn never
@@ -94,12 +91,11 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, err
 	}
 	c.testTimeout = c.pool.Config().TestTimeout
-	register(c) // until Close: Connectors, Lookup
 	return c, nil
 }
 
 // OpenDB parses dsn (see ParseDSN) and returns a *sql.DB on a new Connector,
-// and the Connector, for its Stats.
+// and the Connector, for its Stats (ConnectorOf(db) returns it too).
 func OpenDB(dsn string) (*sql.DB, *Connector, error) {
 	cfg, text, err := parseDSN(dsn)
 	if err != nil {
@@ -203,29 +199,32 @@ func takeError(err error) error {
 	return err
 }
 
-// Driver returns respool's Driver.
-func (c *Connector) Driver() driver.Driver { return Driver{} }
+// Driver returns respool's driver, bound to c: the value sql.DB.Driver
+// returns for a *sql.DB on c, through which ConnectorOf finds c.
+func (c *Connector) Driver() driver.Driver { return sqlDriver{c: c} }
+
+// Name returns the name of c's pool: respool_name, Config.Pool.Name, or by
+// default "respool(DRIVER)" with DRIVER the driver's name (for example
+// "respool(pgx)") or the Config.Connector's type. It names c in log lines.
+func (c *Connector) Name() string { return c.pool.Config().Name }
 
 // Format prints c, for every verb of package fmt, as its type and its name
 // in quotes: not its fields, which change while it is in use (fmt would
 // read them unsynchronized) and include the connector that holds the DSN.
 func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", c, c.Name()) }
 
-// Stats returns the pool's statistics, the truth about physical
-// connections (unlike sql.DB.Stats, which sees connections only while they
-// are in use), and those of the resilience around it (see Stats).
-func (c *Connector) Stats() Stats { return Stats{Stats: c.pool.Stats(), Resilience: c.guard.Stats()} }
+// Stats returns the pool's statistics: the truth about physical
+// connections (the connections, the effective size, the creations and
+// their failures, the waits), unlike sql.DB.Stats, which sees connections
+// only while they are in use.
+func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
-// Guard returns the connector's resilience: its breaker and pause, for
-// their state (Stats has a snapshot) or to force them.
-func (c *Connector) Guard() *dbguard.Guard { return c.guard }
+// ResilienceStats returns the statistics of the resilience around the pool:
+// the breaker's state (Breaker.State) and counters, the pause, the retries
+// and the connection attempts.
+func (c *Connector) ResilienceStats() dbguard.Stats { return c.guard.Stats() }
 
-// Pool returns the connector's pool, for its Config. Its objects are
-// respool's; RawConn returns the real driver's connection one holds.
-func (c *Connector) Pool() *pool.Pool[driver.Conn] { return c.pool }
-
-// Close removes c from Connectors at once and closes the pool; sql.DB.Close
-// calls it. It returns at once, as database/sql does with the plain drivers:
+// Close closes the pool; sql.DB.Close calls it. It returns at once, as database/sql does with the plain drivers:
 // new takes fail with pool.ErrClosed, idle connections are closed, and
 // connections still in use are closed as they come back (a lost one when the
 // leak detector finds it). With Config.CloseTimeout it waits that long for
@@ -243,12 +242,8 @@ func (c *Connector) Close() error {
 }
 
 // retire is what closing c does besides closing its pool (which a Group
-// closes for all its members at once): c leaves Connectors, and its
-// guard's pause timer stops.
-func (c *Connector) retire() {
-	unregister(c)
-	c.guard.Close()
-}
+// closes for all its members at once): its guard's pause timer stops.
+func (c *Connector) retire() { c.guard.Close() }
 
 func driverLabel(cfg Config) string {
 	if cfg.Connector != nil {

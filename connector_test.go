@@ -6,7 +6,6 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -80,16 +79,12 @@ func (m *mockDB) metOnceClosed(t *testing.T) {
 	m.met(t)
 }
 
-// quietLogger drops the pool's log lines: sqlmock's connection returns an
-// error from every Close it was not told to expect, which the pool logs.
-var quietLogger = slog.New(slog.DiscardHandler)
-
 // newTestConnector makes a Connector for cfg and closes it when the test
 // ends.
 func newTestConnector(t testing.TB, cfg Config) *Connector {
 	t.Helper()
-	if cfg.Pool.Logger == nil {
-		cfg.Pool.Logger = quietLogger
+	if cfg.Pool.Logger == nil { // sqlmock fails every Close it was not told to expect, which the pool logs
+		cfg.Pool.Logger = testLogger(t)
 	}
 	c, err := NewConnector(cfg)
 	if err != nil {
@@ -419,7 +414,7 @@ func waitStats(t *testing.T, c *Connector, ok func(s pool.Stats) bool) pool.Stat
 	t.Helper()
 	deadline := time.Now().Add(settleTimeout)
 	for {
-		s := c.Stats().Stats
+		s := c.Stats()
 		if ok(s) {
 			return s
 		}
@@ -589,7 +584,7 @@ func TestAcquireTimeout(t *testing.T) {
 			}
 			var held []pool.Handle[sqldriver.Conn] // every connection, outside database/sql
 			for range conns {
-				h, err := c.Pool().Take(ctx)
+				h, err := c.pool.Take(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -611,7 +606,7 @@ func TestAcquireTimeout(t *testing.T) {
 				Pool: pool.Config{MaxObjects: 1, AcquireTimeout: time.Hour}})
 			db2 := sql.OpenDB(c2)
 			defer db2.Close()
-			h2, err := c2.Pool().Take(ctx)
+			h2, err := c2.pool.Take(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -690,7 +685,7 @@ func TestDBCloseReturnsAtOnce(t *testing.T) {
 	if err := db.Close(); err != nil { // with a connection in use
 		t.Fatalf("db.Close: %v", err)
 	}
-	if _, err := c.Pool().TryTake(); !errors.Is(err, pool.ErrClosed) {
+	if _, err := c.pool.TryTake(); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("TryTake after db.Close = %v; want pool.ErrClosed", err)
 	}
 	waitStats(t, c, func(s pool.Stats) bool { return s.Total == 1 })
@@ -740,7 +735,7 @@ func TestOpenDBAppliesTheDSNsPoolKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cfg := c.Pool().Config()
+	cfg := c.pool.Config()
 	if cfg.MaxObjects != 3 || cfg.MaxQueueSize != 7 {
 		t.Errorf("pool MaxObjects %d, MaxQueueSize %d; want 3, 7", cfg.MaxObjects, cfg.MaxQueueSize)
 	}
@@ -756,33 +751,12 @@ func TestOpenDBAppliesTheDSNsPoolKeys(t *testing.T) {
 	m.metOnceClosed(t) // db.Close closes idle connections in the background
 }
 
-func TestSQLOpen(t *testing.T) {
-	m := newMock(t)
-	m.expectInt("SELECT 1", 1)
-	m.mock.ExpectClose() // by db.Close: the pool closes its connection
-	db, err := sql.Open(DriverName, m.dsn+"?respool_driver=sqlmock&respool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, ok := db.Driver().(Driver); !ok {
-		t.Errorf("db.Driver() is %T; want respool's Driver", db.Driver())
-	}
-	if _, err := queryInt(context.Background(), db, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m.metOnceClosed(t) // db.Close closes idle connections in the background
-}
-
 func TestDriverOpenIsUnpooled(t *testing.T) {
 	m := newMock(t)
 	m.mock.ExpectExec("UPDATE t SET n = 1").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.mock.ExpectClose()
 
-	raw, err := Driver{}.Open(m.dsn + "?respool_driver=sqlmock&respool_max_conns=2")
+	raw, err := sqlDriver{}.Open(m.dsn + "?respool_driver=sqlmock&respool_max_conns=2")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -812,22 +786,22 @@ func TestBadDSNIsRefused(t *testing.T) {
 	const bad = "postgres://app@db.example.com/app?respool_max_conns=zero"
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrInvalidDSN) {
-			t.Errorf("%s: %v; want an error matching ErrInvalidDSN", what, err)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v; want an error matching ErrInvalidConfig", what, err)
 		}
 		var de *DSNError
 		if !errors.As(err, &de) || de.Key != "respool_max_conns" || de.Value != "zero" {
 			t.Errorf("%s: %#v; want a *DSNError for respool_max_conns=zero", what, err)
 		}
 	}
-	c, err := Driver{}.OpenConnector(bad)
+	c, err := sqlDriver{}.OpenConnector(bad)
 	if c != nil {
 		t.Errorf("OpenConnector returned a connector with its error")
 	}
 	check("OpenConnector", err)
-	_, err = Driver{}.Open(bad)
+	_, err = sqlDriver{}.Open(bad)
 	check("Open", err)
-	_, err = sql.Open(DriverName, bad)
+	_, err = sql.Open(driverName, bad)
 	check("sql.Open", err)
 	_, _, err = OpenDB(bad)
 	check("OpenDB", err)
@@ -837,7 +811,7 @@ func TestNewConnectorRefusesBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{DriverName: "sqlmock", Connector: &refusingConnector{}},
-		{DriverName: DriverName},
+		{DriverName: driverName},
 		{DriverName: "sqlmock", Pool: pool.Config{MaxObjects: -1}},
 		{DriverName: "sqlmock", InitSQL: []string{"SET a", " "}},
 		{DriverName: "sqlmock", CloseTimeout: -time.Second},
@@ -928,7 +902,7 @@ func TestOpenConnectorErrorHidesThePassword(t *testing.T) {
 				_ = c.Close()
 			}
 			check("NewConnector", err)
-			_, err = sql.Open(DriverName, cfg.FormatDSN())
+			_, err = sql.Open(driverName, cfg.FormatDSN())
 			check("sql.Open", err)
 		})
 	}

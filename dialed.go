@@ -17,18 +17,18 @@ import (
 
 // Defaults of Config.CancelWait and Config.SessionEndWait.
 const (
-	// DefaultCancelWait is how long a pgx statement whose context ended
+	// defaultCancelWait is how long a pgx statement whose context ended
 	// waits for PostgreSQL to confirm that it stopped the statement, after
 	// which the connection is closed instead. A cancel request is a new TCP
 	// connection to the server, which forks a process to signal the session:
 	// milliseconds on a healthy server, so 500ms only runs out on one that
 	// does not answer, where it is what a call may take past its deadline.
-	DefaultCancelWait = 500 * time.Millisecond
-	// DefaultSessionEndWait is how long a closed connection keeps its slot
+	defaultCancelWait = 500 * time.Millisecond
+	// defaultSessionEndWait is how long a closed connection keeps its slot
 	// while the server ends its session: as long as a cancelled MySQL
 	// statement still runs, or pgx's goodbye takes on a slow server. It
 	// bounds the time a slot is held for a server that never answers.
-	DefaultSessionEndWait = 5 * time.Second
+	defaultSessionEndWait = 5 * time.Second
 )
 
 // dialedConnector returns the real driver's connector for a pgx or
@@ -43,7 +43,7 @@ const (
 // DSN: the definition of where the password is, which the errors of the
 // connections are redacted of (besides the widest reading of the DSN).
 func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok bool) {
-	cancelWait, endWait := orDefault(cfg.CancelWait, DefaultCancelWait), orDefault(cfg.SessionEndWait, DefaultSessionEndWait)
+	cancelWait, endWait := orDefault(cfg.CancelWait, defaultCancelWait), orDefault(cfg.SessionEndWait, defaultSessionEndWait)
 	switch cfg.DriverName {
 	case "pgx", "pgx/v5":
 		pc, err := pgx.ParseConfig(cfg.DSN)

@@ -16,11 +16,11 @@ import (
 // second connection to the server, with no session key to cancel. respool
 // refuses that dial: one connection attempt, one dial.
 func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
-	for _, endWait := range []time.Duration{DefaultSessionEndWait, -1} {
+	for _, endWait := range []time.Duration{defaultSessionEndWait, -1} {
 		t.Run(fmt.Sprintf("SessionEndWait=%v", endWait), func(t *testing.T) {
 			s := pgxdialtest.NewFailedStartup(t)
 			ctx, _ := withDialLog(context.Background())
-			if _, err := pgxConnector(s.Config, DefaultCancelWait, endWait).Connect(ctx); err == nil {
+			if _, err := pgxConnector(s.Config, defaultCancelWait, endWait).Connect(ctx); err == nil {
 				t.Fatal("Connect to a server that closes at once succeeded")
 			}
 			s.ExpectNoCancelRequest(t)
@@ -33,7 +33,7 @@ func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
 func TestPgxStartedConnectionSendsCancelRequests(t *testing.T) {
 	s := pgxdialtest.NewStarted(t)
 	ctx, _ := withDialLog(context.Background())
-	c, err := pgxConnector(s.Config, DefaultCancelWait, -1).Connect(ctx)
+	c, err := pgxConnector(s.Config, defaultCancelWait, -1).Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

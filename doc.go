@@ -88,28 +88,26 @@
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
 //     HELD-TOO-LONG when held past Pool.HoldThreshold
-//     (DefaultHoldThreshold, 5m, on this path; respool_leak_threshold=off,
+//     (5m by default on this path; respool_leak_threshold=off,
 //     a negative threshold in code, turns the report off), and keeps its
 //     connection.
 //
 // # The real connection
 //
 // sql.Conn.Raw passes respool's connection to its function; RawConn returns
-// the real driver's (for pgx, a *stdlib.Conn whose Conn method gives the
-// *pgx.Conn, for CopyFrom or LISTEN/NOTIFY).
+// the real driver's as the type asked for: RawConn[*pgx.Conn](dc) for
+// CopyFrom or LISTEN/NOTIFY, RawConn[driver.Conn](dc) for
+// go-sql-driver/mysql's, whose type is unexported.
 //
 // # Finding the pools
 //
-// Every open Connector (from NewConnector, OpenDB or sql.Open) is listed by
-// Connectors until it is closed, and Lookup finds one by its pool's name:
-// respool_name in the DSN, Config.Pool.Name in code, or "respool(DRIVER)" by
-// default. A *sql.DB from sql.Open reaches its pool's Stats this way:
+// OpenDB returns the Connector with its *sql.DB; for a *sql.DB from
+// sql.Open, ConnectorOf returns it, for its Stats, ResilienceStats, Breaker
+// and Pause:
 //
-//	db, err := sql.Open("respool", "postgres://app@db/app?respool_name=orders")
-//	stats := respool.Lookup("orders").Stats()
-//
-// Names need not be unique; Lookup returns the oldest open Connector of a
-// name.
+//	db, err := sql.Open("respool", "postgres://app@db/app")
+//	c, err := respool.ConnectorOf(db)
+//	stats := c.Stats()
 //
 // # Several databases, one budget
 //

@@ -76,6 +76,7 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 //	respool_connect_rate            Resilience.ConnectRate            integer ≥ 1, or off (0)
 //	respool_pause                   !Resilience.Pause.Disabled        true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause         duration > 0
+//	respool_log                     LogLevel                   off, error, warn, info or debug
 //
 // Durations are read by time.ParseDuration ("30s", "5m").
 //
@@ -107,9 +108,12 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 // called, but not "respool". A driver whose DSN fits none of the forms is
 // configured in code with Config.
 //
-// Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
+// Every error matches errors.Is(err, ErrInvalidConfig); a bad key or value is a
 // *DSNError naming the key, its value and what is accepted, and suggesting
-// the closest key for an unknown one. A key given twice is an error, but
+// the closest key for an unknown one. pgxpool's keys (pool_max_conns,
+// pool_min_conns, pool_max_conn_lifetime, ...) are refused too, naming the
+// respool key to use: the driver would pass them on to the server, which
+// refuses them at the first connection. A key given twice is an error, but
 // respool_init_sql, which is given once per statement. A password that the
 // DSN's form cannot carry as written is an error that says how to encode
 // it: in a URL, a password (or user) holding an unencoded '@' or '/' (pgx
@@ -129,7 +133,7 @@ func ParseDSN(dsn string) (*Config, error) {
 func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 	text, err := dsnform.Read(dsn, dsnKeyPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, &dsnStructureError{err}
 	}
 	c := &Config{DriverName: text.Form.Driver(), DSN: text.Rest}
 	given := make(map[string]*dsnform.Param, len(text.Params)) // by canonical key
@@ -175,7 +179,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		return nil, nil, err
 	}
 	if text, err = c.validate(text); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, err
 	}
 	return c, text, nil
 }
@@ -211,7 +215,7 @@ func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
 // be registered later, by the program's imports), any other name must be
 // registered.
 func dsnDriverKnown(name string) bool {
-	if name == dsnSelfDriver {
+	if name == driverName {
 		return false
 	}
 	return name == "pgx" || name == "mysql" || slices.Contains(sql.Drivers(), name)
@@ -225,17 +229,14 @@ func dsnKnownDrivers() []string {
 	names = slices.Compact(names)
 	out := names[:0]
 	for _, n := range names {
-		if n != dsnSelfDriver {
+		if n != driverName {
 			out = append(out, strconv.Quote(n))
 		}
 	}
 	return out
 }
 
-const (
-	dsnKeyPrefix  = "respool_"
-	dsnSelfDriver = "respool" // this package's driver: it cannot wrap itself
-)
+const dsnKeyPrefix = "respool_"
 
 // dsnKind is the type of a respool key's value.
 type dsnKind uint8
@@ -249,6 +250,7 @@ const (
 	dsnRate    // a float64 in (0, 1]
 	dsnEnum    // a pool.OverloadPolicy by name
 	dsnBackoff // dsnBackoffField: a duration for BackoffInitial, or "off" for BackoffDisabled
+	dsnLevel   // a slog.Leveler: off, or a level as slog spells it
 )
 
 // dsnBackoffField is what respool_create_backoff sets: a duration for
@@ -273,8 +275,8 @@ type dsnKey struct {
 	offZero bool
 	invert  bool // dsnBool: the field holds the negation of the value
 	// field returns a pointer to the Config field: *int, *time.Duration,
-	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy or
-	// dsnBackoffField according to kind.
+	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
+	// dsnBackoffField or *slog.Leveler according to kind.
 	field func(c *Config) any
 }
 
@@ -386,6 +388,8 @@ var dsnKeys = []dsnKey{
 	{name: "respool_max_pause", kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 30s",
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
+	{name: "respool_log", kind: dsnLevel, accepted: "off, error, warn, info or debug",
+		field: func(c *Config) any { return &c.LogLevel }},
 }
 
 const (
@@ -440,6 +444,12 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			}
 		}
 		return false
+	case *slog.Leveler:
+		level, ok := parseLevel(v)
+		if !ok {
+			return false
+		}
+		*p = level
 	case dsnBackoffField:
 		if strings.EqualFold(v, "off") {
 			*p.disabled = true
@@ -471,7 +481,7 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 		*p = b != k.invert
 	case *string:
 		switch {
-		case k.name == dsnKeyDriver && (v == "" || v == dsnSelfDriver):
+		case k.name == dsnKeyDriver && (v == "" || v == driverName):
 			return false
 		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false
@@ -513,6 +523,10 @@ func (k *dsnKey) format(c *Config) string {
 	case *pool.OverloadPolicy:
 		if *p != 0 {
 			return p.String()
+		}
+	case *slog.Leveler:
+		if *p != nil {
+			return levelName((*p).Level())
 		}
 	case dsnBackoffField:
 		switch {

@@ -9,21 +9,28 @@ import (
 	"github.com/respool/respool/internal/dsnform"
 )
 
-var (
-	// ErrInvalidDSN is matched (errors.Is) by every error ParseDSN returns:
-	// each *DSNError, and the errors for a DSN whose structure cannot be read
-	// (an unterminated quote, an unterminated "[" in a URL host).
-	ErrInvalidDSN = errors.New("respool: invalid DSN")
-	// ErrInvalidConfig is matched (errors.Is) by every error Config.Validate
-	// returns, and by NewConnector's for a Config it refuses. When a
-	// mechanism's configuration is at fault (the pool's, the Resilience's),
-	// errors.As also finds the *resilience.ConfigError that names the field.
-	ErrInvalidConfig = errors.New("respool: invalid Config")
-)
+// ErrInvalidConfig is matched (errors.Is) by every error of a configuration
+// respool cannot use: a DSN ParseDSN (and so sql.Open and OpenDB) refuses,
+// each *DSNError and the errors for a DSN whose structure cannot be read (an
+// unterminated quote, an unterminated "[" in a URL host), and a Config
+// Config.Validate (and so NewConnector) refuses. When a mechanism's
+// configuration is at fault (the pool's, the Resilience's), errors.As also
+// finds the *resilience.ConfigError that names the field.
+var ErrInvalidConfig = errors.New("respool: invalid Config")
+
+// dsnStructureError is the error of a DSN whose structure cannot be read.
+type dsnStructureError struct{ err error }
+
+func (e *dsnStructureError) Error() string { return "respool: invalid DSN: " + e.err.Error() }
+func (e *dsnStructureError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *dsnStructureError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // DSNError reports a respool key of a DSN that is not accepted: an unknown
 // respool_ key, a value that does not parse or is out of range, or a key given
-// twice. errors.Is(err, ErrInvalidDSN) is true for it.
+// twice; or a key of another pool that respool does not read (Owner). errors.Is(err, ErrInvalidConfig) is true for it: a DSN is
+// configuration.
 //
 // It never holds the DSN or its password: only the respool key and its value,
 // which are never secrets.
@@ -44,11 +51,25 @@ type DSNError struct {
 	// Duplicate is true when Key appears more than once; Value is then its
 	// second value.
 	Duplicate bool
+	// Owner is set for a key of another pool that the driver would pass on
+	// to the server, which refuses it: "pgxpool" for its pool_ keys
+	// (pool_max_conns, ...). Suggestion is then respool's key.
+	Owner string
 }
 
 func (e *DSNError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.Owner != "":
+		b.WriteString("respool: DSN key ")
+		b.WriteString(dsnform.Quote(e.Key))
+		b.WriteString(" (value ")
+		b.WriteString(dsnform.Quote(e.Value))
+		b.WriteString(") is ")
+		b.WriteString(e.Owner)
+		b.WriteString("'s, which respool does not read (the driver would pass it on to the server, which refuses it): use ")
+		b.WriteString(e.Suggestion)
+		b.WriteString(" instead")
 	case e.Duplicate:
 		b.WriteString("respool: DSN key ")
 		b.WriteString(dsnform.Quote(e.Key))
@@ -75,8 +96,42 @@ func (e *DSNError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrInvalidDSN) true.
-func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *DSNError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// pgxpoolKeys maps the keys pgxpool reads from a DSN (and deletes before
+// pgx sees it) to respool's. pgx alone, as under respool, sends them to the
+// server as run-time parameters, which fails the first connection with
+// "unrecognized configuration parameter" (go-sql-driver/mysql: "Unknown
+// system variable"), so refusePgxpoolKeys refuses them at once.
+var pgxpoolKeys = map[string]string{
+	"pool_max_conns":                "respool_max_conns",
+	"pool_min_conns":                "respool_min_idle",
+	"pool_min_idle_conns":           "respool_min_idle",
+	"pool_max_conn_lifetime":        "respool_max_lifetime",
+	"pool_max_conn_lifetime_jitter": "respool_max_lifetime_jitter",
+	"pool_max_conn_idle_time":       "respool_max_idle_time",
+	"pool_health_check_period":      "respool_validation_interval",
+	"pool_ping_timeout":             "respool_test_timeout",
+}
+
+// refusePgxpoolKeys returns a *DSNError for the first of pgxpoolKeys (any
+// case) in rest, the DSN the driver gets.
+func refusePgxpoolKeys(rest string) error {
+	if !strings.Contains(strings.ToLower(rest), "pool_") {
+		return nil
+	}
+	_, params, err := dsnform.Split(rest, "pool_")
+	if err != nil {
+		return nil // the DSN's structure is the driver's to report
+	}
+	for _, p := range params {
+		if k, ok := pgxpoolKeys[strings.ToLower(p.Key)]; ok {
+			return &DSNError{Key: p.Key, Value: p.Value, Suggestion: k, Owner: "pgxpool"}
+		}
+	}
+	return nil
+}
 
 // dsnKeyAliases maps spellings that other pools use (pgxpool's pool_ keys,
 // database/sql's setters) to respool's key. They are not accepted; they only

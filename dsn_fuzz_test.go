@@ -48,7 +48,7 @@ func addDSNSeeds(f *testing.F) {
 }
 
 // FuzzParseDSN checks that ParseDSN never panics, that its errors match
-// ErrInvalidDSN and never show the password, and that a parsed Config
+// ErrInvalidConfig and never show the password, and that a parsed Config
 // describes itself without the password.
 func FuzzParseDSN(f *testing.F) {
 	addDSNSeeds(f)
@@ -64,8 +64,8 @@ func FuzzParseDSN(f *testing.F) {
 			if c != nil {
 				t.Errorf("ParseDSN returned both a Config and %v", err)
 			}
-			if !errors.Is(err, ErrInvalidDSN) {
-				t.Errorf("ParseDSN error %v does not match ErrInvalidDSN", err)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("ParseDSN error %v does not match ErrInvalidConfig", err)
 			}
 			msg := err.Error()
 			if hidden && strings.Contains(msg, fuzzPassword) {

@@ -403,6 +403,8 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_connect_rate=OFF", Config{}},
 		{"respool_pause=off", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{Disabled: true}}}},
 		{"respool_max_pause=1m", Config{Resilience: dbguard.Config{Pause: dbguard.PauseConfig{MaxPause: time.Minute}}}},
+		{"respool_log=debug", Config{LogLevel: slog.LevelDebug}},
+		{"respool_log=Off", Config{LogLevel: logOff}},
 		{"respool_close_timeout=2s", Config{CloseTimeout: 2 * time.Second}},
 		{"respool_close_timeout=0", Config{}},
 		{"respool_cancel_wait=250ms", Config{CancelWait: 250 * time.Millisecond}},
@@ -521,8 +523,8 @@ func TestParseDSNBadValues(t *testing.T) {
 			if !errors.As(err, &de) {
 				t.Fatalf("ParseDSN: got %v, want a *DSNError", err)
 			}
-			if !errors.Is(err, ErrInvalidDSN) {
-				t.Errorf("errors.Is(%v, ErrInvalidDSN) = false", err)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("errors.Is(%v, ErrInvalidConfig) = false", err)
 			}
 			if de.Key != tt.key || de.Value != tt.value || !strings.Contains(de.Accepted, tt.accepted) {
 				t.Errorf("got %+v, want Key %q Value %q Accepted containing %q", de, tt.key, tt.value, tt.accepted)
@@ -575,7 +577,7 @@ func TestParseDSNUnknownKey(t *testing.T) {
 		t.Run(tt.dsn, func(t *testing.T) {
 			_, err := ParseDSN(tt.dsn)
 			var de *DSNError
-			if !errors.As(err, &de) || !errors.Is(err, ErrInvalidDSN) {
+			if !errors.As(err, &de) || !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("ParseDSN: got %v, want a *DSNError", err)
 			}
 			if de.Key != tt.key || de.Suggestion != tt.suggestion || de.Accepted != "" || de.Duplicate {
@@ -604,7 +606,7 @@ func TestParseDSNDuplicateKey(t *testing.T) {
 	} {
 		_, err := ParseDSN(dsn)
 		var de *DSNError
-		if !errors.As(err, &de) || !de.Duplicate || !errors.Is(err, ErrInvalidDSN) {
+		if !errors.As(err, &de) || !de.Duplicate || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("ParseDSN(%q): got %v, want a duplicate *DSNError", dsn, err)
 			continue
 		}
@@ -624,8 +626,8 @@ func TestParseDSNMalformed(t *testing.T) {
 		`respool_test_query='SELECT 1`,
 	} {
 		_, err := ParseDSN(dsn)
-		if !errors.Is(err, ErrInvalidDSN) {
-			t.Errorf("ParseDSN(%q): got %v, want ErrInvalidDSN", dsn, err)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("ParseDSN(%q): got %v, want ErrInvalidConfig", dsn, err)
 			continue
 		}
 		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "garbage") {
@@ -988,12 +990,12 @@ func TestNewConnectorRefusesAPoolConfig(t *testing.T) {
 
 func TestDSNErrorIs(t *testing.T) {
 	var err error = &DSNError{Key: "respool_max_conns", Value: "x", Accepted: "an integer ≥ 1"}
-	if !errors.Is(err, ErrInvalidDSN) || errors.Is(err, ErrInvalidConfig) {
-		t.Fatal("DSNError must match ErrInvalidDSN only")
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatal("DSNError must match ErrInvalidConfig: a DSN is configuration")
 	}
 	wrapped := fmt.Errorf("open: %w", err)
 	var de *DSNError
-	if !errors.As(wrapped, &de) || !errors.Is(wrapped, ErrInvalidDSN) {
+	if !errors.As(wrapped, &de) || !errors.Is(wrapped, ErrInvalidConfig) {
 		t.Fatal("wrapped DSNError lost")
 	}
 }

@@ -43,7 +43,7 @@ func ExampleNewGroup() {
 	s := g.Stats()
 	fmt.Println("budget:", s.MaxObjects, "open:", s.Total)
 	for _, c := range []*respool.Connector{rw, ro} {
-		fmt.Println(c.Name(), "at most", c.Pool().Config().MaxObjects)
+		fmt.Println(c.Name(), "at most", c.Stats().MaxObjects)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

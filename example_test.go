@@ -85,32 +85,28 @@ func ExampleConfig_FormatDSN() {
 	// app@tcp(db.example.com:3306)/app?parseTime=true 20 1h0m0s SELECT 1
 }
 
-// A *sql.DB opened with sql.Open hides respool's Connector; respool_name gives
-// its pool a name under which respool.Lookup finds it, for its Stats.
-func ExampleLookup() {
-	db, err := sql.Open("respool", "app:s3cret@tcp(db.example.com:3306)/app?respool_name=orders&respool_max_conns=20")
+// A *sql.DB opened with sql.Open hides respool's Connector; ConnectorOf
+// finds it, for its Stats, without naming the pool.
+func ExampleConnectorOf() {
+	db, err := sql.Open("respool", "app:s3cret@tcp(db.example.com:3306)/app?respool_max_conns=20")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer db.Close() // and out of respool.Connectors
+	defer db.Close()
 
-	c := respool.Lookup("orders")
-	fmt.Println(c.Name(), c.Stats().MaxObjects, c.Stats().Total)
-
-	// Every open pool of the process, for metrics or health checks:
-	for _, c := range respool.Connectors() {
-		if c.Name() == "orders" {
-			fmt.Println("found", c.Name())
-		}
+	c, err := respool.ConnectorOf(db)
+	if err != nil {
+		log.Fatal(err) // not a respool *sql.DB
 	}
+	st := c.Stats()
+	fmt.Println(c.Name(), st.MaxObjects, st.Total)
 	// Output:
-	// orders 20 0
-	// found orders
+	// respool(mysql) 20 0
 }
 
 // sql.Conn.Raw passes respool's connection; RawConn returns the real
-// driver's, here pgx's, for its own API: CopyFrom, LISTEN/NOTIFY. The same
-// code works on a *sql.DB opened with sql.Open("pgx", …).
+// driver's, here pgx's *pgx.Conn, for its own API: CopyFrom, LISTEN/NOTIFY.
+// The same code works on a *sql.DB opened with sql.Open("pgx", …).
 func ExampleRawConn() {
 	db, err := sql.Open("respool", "postgres://app:s3cret@db.example.com/app")
 	if err != nil {
@@ -125,7 +121,10 @@ func ExampleRawConn() {
 	defer conn.Close()
 
 	err = conn.Raw(func(dc any) error {
-		pgxConn := respool.RawConn(dc).(*stdlib.Conn).Conn()
+		pgxConn, err := respool.RawConn[*pgx.Conn](dc)
+		if err != nil {
+			return err
+		}
 		n, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "name"},
 			pgx.CopyFromRows([][]any{{1, "signup"}, {2, "login"}}))
 		fmt.Println(n, "rows copied")

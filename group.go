@@ -95,6 +95,9 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	if cfg.Pool.Name == "" {
 		cfg.Pool.Name = fmt.Sprintf("%s[%s]", g.k.Config().Name, key)
 	}
+	if cfg.Pool.Logger == nil { // the Group's, for the member's guard and hooks too
+		cfg.Pool.Logger = g.k.Config().Logger
+	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
 	c, err := newConnector(cfg, nil, func(f pool.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
@@ -108,7 +111,7 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.members[key] = c // one closed before is gone from Connectors
+	g.members[key] = c // replaces one closed before
 	return c, nil
 }
 
@@ -116,16 +119,11 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 // the connections of the budget in use, and each member's under its key.
 func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 
-// Keyed returns the Group's pool.Keyed, for its Config and each member's
-// *pool.Pool.
-func (g *Group) Keyed() *pool.Keyed[string, driver.Conn] { return g.k }
-
 // Format prints g, for every verb of package fmt, as its type and its
 // name in quotes: not its fields, which change while it is in use.
 func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }
 
-// Close closes every member: their Connectors leave Connectors and Lookup
-// together, in one step (and their pause timers stop), new takes fail with
+// Close closes every member: their pause timers stop, new takes fail with
 // pool.ErrClosed, idle connections are closed and those in use as they come
 // back. It waits until every connection is closed, and returns nil then, or
 // ctx's error, wrapped with how many remain, if ctx ends first. The
@@ -134,10 +132,9 @@ func (g *Group) Close(ctx context.Context) error {
 	g.mu.Lock()
 	members := slices.Collect(maps.Values(g.members))
 	clear(g.members)
-	unregister(members...)
 	g.k.StartClose()
 	for _, c := range members {
-		c.retire() // out of the registry already: its guard stops
+		c.retire()
 	}
 	g.mu.Unlock()
 	return g.k.Close(ctx)

@@ -1,12 +1,14 @@
 package respool
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
-	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +23,7 @@ import (
 func newTestGroup(t *testing.T, cfg GroupConfig) *Group {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger
+		cfg.Logger = testLogger(t)
 	}
 	g, err := NewGroup(cfg)
 	if err != nil {
@@ -157,10 +159,10 @@ func isPoolConfigError(err error, field string) bool {
 }
 
 // A member's Close closes it alone, and frees its key; the Group's Close
-// closes every member and takes them out of Connectors.
+// closes every member.
 func TestGroupClose(t *testing.T) {
 	m := newMock(t)
-	g, err := NewGroup(GroupConfig{MaxConns: 2, Name: "shop", Logger: quietLogger})
+	g, err := NewGroup(GroupConfig{MaxConns: 2, Name: "shop", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +175,8 @@ func TestGroupClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Lookup("shop[primary]") != rw || Lookup("shop[replica]") != ro {
-		t.Fatal("Lookup does not find the members by their default names")
+	if rw.Name() != "shop[primary]" || ro.Name() != "shop[replica]" {
+		t.Fatalf("members named %q and %q, want shop[primary] and shop[replica]", rw.Name(), ro.Name())
 	}
 	primary, replica := sql.OpenDB(rw), sql.OpenDB(ro)
 	defer primary.Close()
@@ -201,9 +203,9 @@ func TestGroupClose(t *testing.T) {
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { closed <- g.Close(ctx) }()
-	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return Lookup("shop[primary]") == nil })
-	if Lookup("shop[primary]") != nil || Lookup("shop[replica]") != nil {
-		t.Error("members still in Connectors after Group.Close")
+	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return rw.pool.Stats().Closed && ro2.pool.Stats().Closed })
+	if !rw.pool.Stats().Closed || !ro2.pool.Stats().Closed {
+		t.Error("members still open after Group.Close")
 	}
 	if _, err := ro2.Connect(context.Background()); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("Connect after Group.Close = %v, want pool.ErrClosed", err)
@@ -293,72 +295,11 @@ func TestGroupKeepsTheSlotOfAConnectionAttemptGivenUpOn(t *testing.T) {
 	}
 }
 
-// Group.Close takes every member out of Connectors in one step: a reader
-// of the registry sees all of them or none, never some (TestGroupClose read
-// it between two members' retirements and failed under load).
-func TestGroupCloseLeavesConnectorsInOneStep(t *testing.T) {
-	m := newMock(t)
-	g, err := NewGroup(GroupConfig{MaxConns: 2, Logger: quietLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const members = 500
-	mine := make(map[*Connector]bool, members)
-	for i := range members {
-		c, err := g.Connector(fmt.Sprintf("m%d", i), Config{Connector: &faultConnector{m: m}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mine[c] = true
-	}
-	// Readers snapshot the registry while Close runs; partial keeps the
-	// count of a snapshot that held some of the members but not all.
-	var partial atomic.Int64
-	stop := make(chan struct{})
-	var started, wg sync.WaitGroup
-	for range 4 {
-		started.Add(1)
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				n := 0
-				for _, c := range Connectors() {
-					if mine[c] {
-						n++
-					}
-				}
-				if n != 0 && n != members {
-					partial.Store(int64(n))
-				}
-				if i == 0 {
-					started.Done()
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		})
-	}
-	started.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
-	err = g.Close(ctx)
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("Group.Close: %v", err)
-	}
-	if n := partial.Load(); n != 0 {
-		t.Fatalf("a reader of Connectors saw %d of the %d members while Group.Close ran; want all or none", n, members)
-	}
-}
-
 // Closing the Group stops each member's pause timer, as closing the
 // member's Connector does.
 func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	clk := clocktest.New(time.Unix(0, 0))
-	g, err := NewGroup(GroupConfig{Logger: quietLogger})
+	g, err := NewGroup(GroupConfig{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("NewGroup: %v", err)
 	}
@@ -368,7 +309,7 @@ func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Group.Connector: %v", err)
 	}
-	c.Guard().Pause().Hold(time.Minute, errors.New("slow down"))
+	c.guard.Pause().Hold(time.Minute, errors.New("slow down"))
 	if _, pending := clk.Next(); !pending {
 		t.Fatal("no timer pending while paused; want the pause's")
 	}
@@ -379,5 +320,24 @@ func TestGroupCloseStopsMembersPauseTimer(t *testing.T) {
 	}
 	if next, pending := clk.Next(); pending {
 		t.Errorf("a timer due at %v is pending after Group.Close; want none", next)
+	}
+}
+
+// A member whose Config.Pool.Logger is nil logs to the Group's Logger, its
+// guard's lines (the pause) too: they went to slog.Default.
+func TestGroupLoggerLogsTheMembersGuard(t *testing.T) {
+	logs := &syncWriter{w: new(bytes.Buffer)}
+	g, err := NewGroup(GroupConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close(context.Background()) }()
+	c, err := g.Connector("a", Config{Connector: &faultConnector{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.guard.Pause().Hold(time.Minute, errors.New("slow down"))
+	if !strings.Contains(logs.String(), `msg="creations paused" pool=respool-group[a]`) {
+		t.Errorf("the Group's log lacks the member's pause:\n%s", logs)
 	}
 }

@@ -5,19 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 )
-
-// Stats is a Connector's snapshot: its pool's Stats (the connections, the
-// effective size, the creations and their failures, the waits), and its
-// Resilience: the breaker's state (Resilience.Breaker.State) and counters,
-// the pause (Resilience.Pause), the retries and the connection attempts.
-// The pool's fields are promoted: s.Total, s.EffectiveMaxObjects.
-type Stats struct {
-	pool.Stats
-	Resilience dbguard.Stats
-}
 
 // guardConfig returns the configuration of the Connector's Guard: Resilience
 // with the pool's name, and a Listener that logs, besides calling

@@ -53,10 +53,10 @@ func TestCircuitOpensOnLostConnections(t *testing.T) {
 		t.Fatalf("RetryAt in %v; want the half-open time, an hour away", until)
 	}
 	m.met(t) // no fourth query reached the connection
-	s := c.Stats()
-	if s.Resilience.Breaker.State != breaker.Open || s.Resilience.StatementFailures != 3 || s.Resilience.Rejected == 0 {
-		t.Fatalf("Resilience %+v; want open, 3 statement failures, a rejection", s.Resilience)
+	if r := c.ResilienceStats(); r.Breaker.State != breaker.Open || r.StatementFailures != 3 || r.Rejected == 0 {
+		t.Fatalf("ResilienceStats %+v; want open, 3 statement failures, a rejection", r)
 	}
+	s := c.Stats()
 	if s.Takes == 0 || s.Total != 1 {
 		t.Fatalf("pool Takes %d, Total %d", s.Takes, s.Total)
 	}
@@ -86,7 +86,7 @@ func TestCallerErrorsNeverOpen(t *testing.T) {
 		t.Fatalf("query after two bad connections = %d, %v; want database/sql's retry to succeed", n, err)
 	}
 	m.met(t)
-	if s := c.Stats().Resilience; s.Breaker.State != breaker.Closed || s.StatementFailures != 0 || s.Breaker.Failures != 0 {
+	if s := c.ResilienceStats(); s.Breaker.State != breaker.Closed || s.StatementFailures != 0 || s.Breaker.Failures != 0 {
 		t.Fatalf("Resilience %+v; want closed, no failure", s)
 	}
 }
@@ -149,7 +149,7 @@ func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, resilience.ErrRejected) || rc.calls.Load() != attempts {
 		t.Fatalf("exec while open: %v after %d more attempts; want a rejection, none", err, rc.calls.Load()-attempts)
 	}
-	if s := c.Stats().Resilience; s.ConnectAttempts != uint64(attempts) || s.Retry.Retries == 0 {
+	if s := c.ResilienceStats(); s.ConnectAttempts != uint64(attempts) || s.Retry.Retries == 0 {
 		t.Fatalf("Resilience %+v", s)
 	}
 }
@@ -159,21 +159,21 @@ func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 func TestBackPressureOnByDefault(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{DriverName: "sqlmock", DSN: m.dsn})
-	if c.Pool().Config().BackPressure == nil {
+	if c.pool.Config().BackPressure == nil {
 		t.Fatal("no BackPressure by default")
 	}
-	if d, ok := c.Pool().Config().BackPressure(&pgconn.PgError{Code: "53300"}); !ok || d <= 0 {
+	if d, ok := c.pool.Config().BackPressure(&pgconn.PgError{Code: "53300"}); !ok || d <= 0 {
 		t.Fatalf("BackPressure(53300) = %v, %v", d, ok)
 	}
-	if s := c.Stats().Resilience; !s.BreakerOn || !s.PauseOn || s.ConnectRateOn {
+	if s := c.ResilienceStats(); !s.BreakerOn || !s.PauseOn || s.ConnectRateOn {
 		t.Fatalf("Resilience %+v; want the breaker and pause on, no rate limit", s)
 	}
 	off := newTestConnector(t, Config{DriverName: "sqlmock", DSN: m.dsn, Resilience: dbguard.Config{
 		BackPressureDisabled: true, Breaker: dbguard.BreakerConfig{Disabled: true}, Pause: dbguard.PauseConfig{Disabled: true}}})
-	if off.Pool().Config().BackPressure != nil {
+	if off.pool.Config().BackPressure != nil {
 		t.Fatal("BackPressure set with BackPressureDisabled")
 	}
-	if s := off.Stats().Resilience; s.BreakerOn || s.PauseOn {
+	if s := off.ResilienceStats(); s.BreakerOn || s.PauseOn {
 		t.Fatalf("Resilience %+v; want the breaker and pause off", s)
 	}
 }

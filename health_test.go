@@ -25,7 +25,7 @@ import (
 var quiet = slog.New(slog.DiscardHandler)
 
 // TestFromConnectorFollowsTheBreaker checks the health Source of a
-// Connector (health.FromConnector reads its Pool, Breaker and Pause): ready while its queries succeed, not ready (with the breaker's
+// Connector (health.FromConnector reads its Stats, Breaker and Pause): ready while its queries succeed, not ready (with the breaker's
 // half-open time) once lost connections opened its circuit, and ready again
 // after the open delay, when the readiness ping, admitted as the half-open
 // trial, closes the circuit. The server is a sqlmock (its pings succeed);
@@ -74,7 +74,7 @@ func TestFromConnectorFollowsTheBreaker(t *testing.T) {
 		}
 	}
 	if !opened {
-		t.Fatalf("the circuit did not open after %d lost connections: %+v", maxFailures, c.Stats().Resilience.Breaker)
+		t.Fatalf("the circuit did not open after %d lost connections: %+v", maxFailures, c.ResilienceStats().Breaker)
 	}
 	r := checker.Ready(ctx)
 	want := clk.Now().Add(openDelay)
@@ -95,8 +95,8 @@ func TestFromConnectorFollowsTheBreaker(t *testing.T) {
 }
 
 // TestFromConnectorWithoutResilience checks that a Connector whose breaker
-// and pause are off gives a Source without them, and that a nil ping
-// keeps FromPool's Probe.
+// and pause are off gives a Source without them, and that a nil ping gives
+// no Probe (a Connector's connections are database/sql's to take).
 func TestFromConnectorWithoutResilience(t *testing.T) {
 	const dsn = "health-from-connector-plain"
 	mock, _, err := sqlmock.NewWithDSN(dsn)
@@ -111,7 +111,7 @@ func TestFromConnectorWithoutResilience(t *testing.T) {
 	}
 	defer c.Close()
 	src := health.FromConnector(c, nil)
-	if src.Breaker != nil || src.Pause != nil || src.Probe == nil {
-		t.Fatalf("Source %+v; want no breaker, no pause, the pool's probe", src)
+	if src.Breaker != nil || src.Pause != nil || src.Probe != nil || src.Stats == nil {
+		t.Fatalf("Source %+v; want the Connector's Stats, no breaker, no pause, no probe", src)
 	}
 }

@@ -59,14 +59,14 @@ func collectTwice() {
 func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{Connector: &faultConnector{m: m}})
-	if pc := c.Pool().Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != DefaultHoldThreshold {
+	if pc := c.pool.Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != defaultHoldThreshold {
 		t.Errorf("leak config %v %v %v; want tracking on, no stacks, HoldThreshold %v",
-			!pc.LeakTrackingDisabled, pc.LeakCaptureStack, pc.HoldThreshold, DefaultHoldThreshold)
+			!pc.LeakTrackingDisabled, pc.LeakCaptureStack, pc.HoldThreshold, defaultHoldThreshold)
 	}
 	// A negative threshold turns the hold-time report off, as
 	// respool_leak_threshold=off does.
 	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{HoldThreshold: -1}})
-	if pc := c.Pool().Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != 0 {
+	if pc := c.pool.Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != 0 {
 		t.Errorf("leak config with a negative HoldThreshold %v %v %v; want tracking on and no hold-time report",
 			!pc.LeakTrackingDisabled, pc.LeakCaptureStack, pc.HoldThreshold)
 	}
@@ -76,11 +76,11 @@ func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	}
 	cfg.DriverName, cfg.Connector = "", &faultConnector{m: m}
 	c = newTestConnector(t, *cfg)
-	if got := c.Pool().Config().HoldThreshold; got != 0 {
+	if got := c.pool.Config().HoldThreshold; got != 0 {
 		t.Errorf("HoldThreshold %v after respool_leak_threshold=off; want 0, no report", got)
 	}
 	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{HoldThreshold: 7}})
-	if got := c.Pool().Config().HoldThreshold; got != 7 {
+	if got := c.pool.Config().HoldThreshold; got != 7 {
 		t.Errorf("HoldThreshold %v; want the one given", got)
 	}
 }

@@ -1,29 +1,59 @@
 package respool
 
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
 // RawConn returns the real driver's connection behind driverConn, the value
-// sql.Conn.Raw passes to its function. For a respool connection that is the
-// connection of the driver respool wraps (a *stdlib.Conn for pgx, whose
-// Conn method returns the *pgx.Conn; go-sql-driver/mysql's connection); any
-// other value is returned as it is, so that the same code works on a
-// *sql.DB opened with the plain driver:
+// sql.Conn.Raw passes to its function, as a T:
 //
 //	err := sqlConn.Raw(func(dc any) error {
-//		pgxConn := respool.RawConn(dc).(*stdlib.Conn).Conn()
-//		_, err := pgxConn.CopyFrom(ctx, pgx.Identifier{"t"}, cols, src)
+//		pgxConn, err := respool.RawConn[*pgx.Conn](dc)
+//		if err != nil {
+//			return err
+//		}
+//		_, err = pgxConn.CopyFrom(ctx, pgx.Identifier{"t"}, cols, src)
 //		return err
 //	})
 //
-// The connection must not be used after the function returns, as sql.Conn.Raw
-// says. It is also what one of Connector.Pool's objects holds.
-func RawConn(driverConn any) any {
-	switch c := driverConn.(type) {
-	case *conn:
-		if inner := c.Unwrap(); inner != nil {
-			return inner
+// It unwraps driverConn while it has a method Unwrap() driver.Conn:
+// respool's connection (whose real connection is attached while
+// database/sql uses it), and package chaos's. The connection found is
+// returned when it is a T; for pgx, whose connection is a *stdlib.Conn,
+// RawConn[*pgx.Conn] returns its Conn(). go-sql-driver/mysql's connection
+// type is unexported: RawConn[driver.Conn] returns it. Anything else is an
+// error naming the connection's type and T. The same code works on a
+// *sql.DB opened with the plain driver, whose connection is returned as it
+// is.
+//
+// The connection must not be used after the function returns, as
+// sql.Conn.Raw says.
+func RawConn[T any](driverConn any) (T, error) {
+	var zero T
+	v := driverConn
+	for range 16 { // a chain of wrappers, not a cycle
+		u, ok := v.(interface{ Unwrap() driver.Conn })
+		if !ok {
+			break
 		}
-		return nil // a detached conn, which sql.Conn.Raw never passes
-	case *physConn:
-		return c.Conn
+		inner := u.Unwrap()
+		if inner == nil {
+			return zero, errors.New("respool: RawConn: the connection holds no real connection (it is not in use: call RawConn inside sql.Conn.Raw's function)")
+		}
+		v = inner
 	}
-	return driverConn
+	if t, ok := v.(T); ok {
+		return t, nil
+	}
+	if sc, ok := v.(*stdlib.Conn); ok {
+		if t, ok := any(sc.Conn()).(T); ok {
+			return t, nil
+		}
+	}
+	return zero, fmt.Errorf("respool: RawConn: the connection is a %T, not a %v", v, reflect.TypeFor[T]())
 }

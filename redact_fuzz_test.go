@@ -233,14 +233,14 @@ func FuzzRedaction(f *testing.F) {
 		check("create failed log line", rec.waitLine(t, "create failed"))
 		check("Stats", fmt.Sprintf("%+v", c.Stats()))
 
-		db2, err := sql.Open(DriverName, formatted)
+		db2, err := sql.Open(driverName, formatted)
 		if err != nil {
 			check("sql.Open error", err.Error())
 			return
 		}
 		defer db2.Close()
 		check("sql.Open Ping error", fmt.Sprint(db2.PingContext(context.Background())))
-		_, err = Driver{}.Open(formatted)
+		_, err = sqlDriver{}.Open(formatted)
 		check("Driver.Open error", fmt.Sprint(err))
 	})
 }

@@ -196,8 +196,8 @@ func TestDriverErrorsHidePasswordFragments(t *testing.T) {
 			cfg, err := ParseDSN(dsn)
 			if err != nil && dsnform.Of(dsn) == dsnform.URL {
 				// The URL form cannot carry the password as written.
-				if !errors.Is(err, ErrInvalidDSN) || !strings.Contains(err.Error(), "percent-encode") || hasMark(err.Error()) {
-					t.Errorf("ParseDSN: %v, want ErrInvalidDSN saying to percent-encode, without the password", err)
+				if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "percent-encode") || hasMark(err.Error()) {
+					t.Errorf("ParseDSN: %v, want ErrInvalidConfig saying to percent-encode, without the password", err)
 				}
 				return
 			}
@@ -247,7 +247,7 @@ func createFailedLine(t *testing.T, cfg Config) (string, pool.Stats) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	return line, c.Stats().Stats
+	return line, c.Stats()
 }
 
 // configOutputs returns every way a program might print or log cfg.
@@ -366,7 +366,7 @@ func TestRealDriverErrorsHideThePassword(t *testing.T) {
 			if tt.driver == "mysql" && dsnform.Of(tt.dsn) != dsnform.MySQL {
 				t.Fatalf("%q is not of the mysql form", tt.dsn)
 			}
-			db, err := sql.Open(DriverName, withDriver)
+			db, err := sql.Open(driverName, withDriver)
 			if err != nil {
 				if hasMark(err.Error()) {
 					t.Errorf("sql.Open error shows the password: %v", err)
@@ -412,11 +412,11 @@ func TestPrintedPoolHidesThePassword(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Pool().Close(context.Background()); err != nil {
+		if err := c.pool.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for _, verb := range []string{"%v", "%+v", "%#v"} {
-			if s := fmt.Sprintf(verb, c.Pool()); hasMark(s) {
+			if s := fmt.Sprintf(verb, c.pool); hasMark(s) {
 				t.Errorf("%s of the pool of %q shows the password: %s", verb, dsn, s)
 			}
 			if s := fmt.Sprintf(verb, c); hasMark(s) {

@@ -185,8 +185,8 @@ func TestSecretsUnencodedURLPasswordRefused(t *testing.T) {
 		"postgres://app@localhost:5432/app?password=S3cr@t=Pw/1",
 	} {
 		_, err := ParseDSN(dsn)
-		if !errors.Is(err, ErrInvalidDSN) || !strings.Contains(fmt.Sprint(err), "percent-encode") {
-			t.Errorf("ParseDSN(%q) = %v, want ErrInvalidDSN saying to percent-encode", dsn, err)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "percent-encode") {
+			t.Errorf("ParseDSN(%q) = %v, want ErrInvalidConfig saying to percent-encode", dsn, err)
 		}
 		_, err = NewConnector(Config{DriverName: "pgx", DSN: dsn})
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "percent-encode") {

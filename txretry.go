@@ -21,11 +21,11 @@ import (
 // defaults.
 type TxConfig struct {
 	// MaxAttempts is the most times the transaction runs, the first
-	// included. Zero means DefaultTxAttempts (5).
+	// included. Zero means 5.
 	MaxAttempts int
-	// Delay is the wait before each retry. Zero means DefaultTxDelay:
-	// exponential from 10ms, doubling, capped at 1s, with full jitter, so
-	// that two transactions that conflicted do not collide again.
+	// Delay is the wait before each retry. Zero means exponential from
+	// 10ms, doubling, capped at 1s, with full jitter, so that two
+	// transactions that conflicted do not collide again.
 	Delay delay.Strategy
 	// Clock is where the waits are timed; nil means the system clock.
 	Clock clock.Clock
@@ -34,11 +34,11 @@ type TxConfig struct {
 	Listener resilience.Listener
 }
 
-// DefaultTxAttempts is TxConfig.MaxAttempts's default.
-const DefaultTxAttempts = 5
+// defaultTxAttempts is TxConfig.MaxAttempts's default.
+const defaultTxAttempts = 5
 
-// DefaultTxDelay is TxConfig.Delay's default.
-var DefaultTxDelay = delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond,
+// defaultTxDelay is TxConfig.Delay's default.
+var defaultTxDelay = delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond,
 	Multiplier: 2, Max: time.Second, Jitter: delay.Full}
 
 // TxRunner runs functions in transactions and runs a transaction again, as
@@ -65,12 +65,12 @@ type TxRunner struct {
 // naming the field it cannot use.
 func NewTxRunner(cfg TxConfig) (*TxRunner, error) {
 	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultTxAttempts
+		cfg.MaxAttempts = defaultTxAttempts
 	}
 	r, err := retry.New(retry.Config[struct{}]{
 		Name:        "tx",
 		MaxAttempts: cfg.MaxAttempts,
-		Delay:       resil.DelayOr(cfg.Delay, DefaultTxDelay),
+		Delay:       resil.DelayOr(cfg.Delay, defaultTxDelay),
 		RetryOn:     dbclass.IsTxRetryable,
 		Clock:       cfg.Clock,
 		Listener:    cfg.Listener,

@@ -33,15 +33,9 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-// Unwrap returns the wrapped driver's connection of a connection made by a
-// chaos Connector (what sql.Conn.Raw passes to its function), and any other
-// connection as it is.
-func Unwrap(c driver.Conn) driver.Conn {
-	if cn, ok := c.(*conn); ok {
-		return cn.real
-	}
-	return c
-}
+// Unwrap returns the wrapped driver's connection, which respool.RawConn
+// follows from the connection sql.Conn.Raw passes to its function.
+func (c *conn) Unwrap() driver.Conn { return c.real }
 
 // do runs call, a call of op (with its query, if any) made with ctx, under
 // the Faults. release frees what call returned (rows, a statement) when a

@@ -14,11 +14,11 @@ import (
 
 // TestUnderRespool: respool's driver wraps chaos by name; the faults reach
 // respool's caller as the wrapped driver's errors, and the Connector
-// database/sql made is found by name.
+// database/sql made is found by ConnectorOf.
 func TestUnderRespool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(respool.DriverName, "fake:under-respool?respool_driver=chaos&respool_name=TestUnderRespool"+
+	db, err := sql.Open("respool", "fake:under-respool?respool_driver=chaos"+
 		"&chaos_driver=chaos-test-fake&chaos_name=TestUnderRespool"+
 		"&chaos_error=mysql:1213&chaos_error_every=2&chaos_drop_every=3")
 	if err != nil {
@@ -45,7 +45,11 @@ func TestUnderRespool(t *testing.T) {
 	}
 	// database/sql retried the drops (driver.ErrBadConn) on other
 	// connections, which respool's pool made.
-	if st := respool.Lookup("TestUnderRespool").Stats(); st.Creates < 2 {
+	c, err := respool.ConnectorOf(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Creates < 2 {
 		t.Errorf("respool made %d connections; want one more per drop", st.Creates)
 	}
 }

@@ -9,27 +9,23 @@ import (
 )
 
 // Guarded is a pool with the breaker and pause in front of it: a
-// *respool.Connector is one (Pool, Breaker, Pause). A nil
-// Breaker or Pause (turned off) is left out of reports and readiness.
-type Guarded[T any] interface {
-	Pool() *pool.Pool[T]
+// *respool.Connector is one (Stats, Breaker, Pause). A nil Breaker or Pause
+// (turned off) is left out of reports and readiness.
+type Guarded interface {
+	Stats() pool.Stats
 	Breaker() *breaker.Breaker
 	Pause() *pause.Pause
 }
 
-// FromConnector returns the Source of c: FromPool(c.Pool()) with c's
-// Breaker and Pause, and ping as its Probe unless ping is nil. For a
-// database/sql Connector, ping is the *sql.DB's PingContext: a round trip
-// to the server on a pooled connection, through the breaker (a ping that
-// succeeds while the circuit is half-open closes it).
+// FromConnector returns the Source of c: its Stats, Breaker and Pause, and
+// ping as its Probe (none when ping is nil). For a database/sql Connector,
+// ping is the *sql.DB's PingContext: a round trip to the server on a pooled
+// connection, through the breaker (a ping that succeeds while the circuit
+// is half-open closes it); a closed *sql.DB or Connector fails it, so the
+// Source is not ready.
 //
 //	db := sql.OpenDB(connector)
 //	checker.Add(connector.Name(), health.FromConnector(connector, db.PingContext))
-func FromConnector[T any](c Guarded[T], ping func(ctx context.Context) error) Source {
-	src := FromPool(c.Pool())
-	src.Breaker, src.Pause = c.Breaker(), c.Pause()
-	if ping != nil {
-		src.Probe = ping
-	}
-	return src
+func FromConnector(c Guarded, ping func(ctx context.Context) error) Source {
+	return Source{Stats: c.Stats, Breaker: c.Breaker(), Pause: c.Pause(), Probe: ping}
 }

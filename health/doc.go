@@ -5,7 +5,7 @@
 // A Checker holds Sources by name: FromPool makes one for any *pool.Pool;
 // its Breaker, Pause and Limiter fields add the state of those mechanisms
 // when they guard the pool. FromConnector makes one for a database/sql
-// Connector of package respool (any Guarded: its pool, breaker and pause),
+// Connector of package respool (any Guarded: its Stats, breaker and pause),
 // probed by the *sql.DB's PingContext. Checker.Report returns typed
 // values (counts, acquire-wait quantiles, the last creation error with
 // passwords removed, breaker state); Report's JSON is a view of them.

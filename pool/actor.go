@@ -183,7 +183,11 @@ func (a *actor[T]) onTake(w *waiter[T], slot bool) {
 		}
 		return
 	}
-	if g.pauseErr != nil || (g.failing && w == nil) { // nothing to make now
+	// A pause ends at its retry time even if the actor has not handled its
+	// timer yet (a Take and the timer can be ready at once): the request
+	// then waits for the attempt the timer starts, as in hopeless.
+	paused := g.pauseErr != nil && p.clock() < g.retryAt
+	if paused || (g.failing && w == nil) { // nothing to make now
 		if slot {
 			a.freeSlot()
 		}

@@ -441,11 +441,39 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 	}
 }
 
+// So is the gate held by an error carrying a retry time (a breaker's
+// rejection): a caller that comes at that time, before the actor has
+// handled its timer, waits for the attempt the timer starts, and is not
+// failed at once with the rejection and a retry time already past.
+// integration/sqldriver TestNativePgxThroughTheGuard met it: it waited for
+// the breaker's half-open time, and its Take failed fast naming that time.
+func TestCallerAtTheRejectionsRetryTimeGetsTheAttempt(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(200 * time.Millisecond)}
+	h.f.set(func(f *fakeFactory) { f.createErr = rejected })
+	if _, err := h.p.Take(context.Background()); !errors.Is(err, rejected) {
+		t.Fatalf("Take = %v, want the rejection", err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.clk.moveLate(200 * time.Millisecond)
+	r := h.takeAsync(context.Background())
+	waitUntil(t, "the Take waits or fails", func() bool { return !pending(r) || h.p.Stats().Waiting == 1 && blockedInTake(1) })
+	if !pending(r) {
+		t.Fatalf("Take at the retry time = %v, want it to wait for the attempt", h.result(r).err)
+	}
+	h.clk.fireLate()
+	res := h.result(r)
+	if res.err != nil {
+		t.Fatalf("Take at the retry time = %v, want the attempt's object", res.err)
+	}
+	h.giveBack(res.h)
+}
+
 // A recovery that comes before a line may be logged is reported by the
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, BackoffInitial: time.Second, BackoffMax: time.Second, FailureLogInterval: 10 * time.Second})
-	h.failEverySecond(2) // the first failure is logged at once, the second is not
+	h.failEverySecond(3) // the first failure at Debug (its caller has it), the second at once (the run persists), the third is not
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Advance(time.Second)
 	h.ev.wait(t, "retry", 1)
@@ -465,15 +493,23 @@ func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
 func (h *harness) failEverySecond(n int) {
 	h.t.Helper()
 	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	for i := range n {
-		if i > 0 {
-			h.heldBack()
-			h.clk.Advance(time.Second)
-			h.ev.wait(h.t, "retry", 1)
-		}
-		if _, err := h.p.Take(context.Background()); err == nil {
-			h.t.Fatal("Take succeeded on a failing factory")
-		}
-		h.ev.wait(h.t, "created", 1)
+	if _, err := h.p.Take(context.Background()); err == nil {
+		h.t.Fatal("Take succeeded on a failing factory")
 	}
+	h.ev.wait(h.t, "created", 1)
+	for range n - 1 {
+		h.failAgain()
+	}
+}
+
+// failAgain has a Take see the attempt after the backoff fail.
+func (h *harness) failAgain() {
+	h.t.Helper()
+	h.heldBack()
+	h.clk.Advance(time.Second)
+	h.ev.wait(h.t, "retry", 1)
+	if _, err := h.p.Take(context.Background()); err == nil {
+		h.t.Fatal("Take succeeded on a failing factory")
+	}
+	h.ev.wait(h.t, "created", 1)
 }

@@ -197,6 +197,9 @@ func TestBackPressureWithNothingAlive(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	// The caller may have its object before the actor has published the
+	// effective size (after handling the creation).
+	h.ev.wait(t, "created", 1)
 	if s := h.p.Stats(); s.EffectiveMaxObjects != 1 {
 		t.Fatalf("effective max %d, want 1: it grows back from what is alive", s.EffectiveMaxObjects)
 	}

@@ -146,10 +146,13 @@ type Config struct {
 	// IgnoreRetryAfter makes the pool treat a Create error that carries a
 	// retry time as any other failure.
 	IgnoreRetryAfter bool
-	// FailureLogInterval is the least time between two log lines about
-	// failing creations: the first failure is logged at once, the next
-	// ones as one line with their count once the interval has passed, and
-	// the recovery as one line. Zero means 10s.
+	// FailureLogInterval is the least time between two log lines about a
+	// run of failing creations once it is logged at Warn: the first
+	// failure that a caller got is that caller's to report and is logged
+	// at Debug; a run that persists, or a failure nobody got, is logged at
+	// Warn at once; the next failures as one line with their count once
+	// the interval has passed; the end of the run as one line at Info.
+	// Zero means 10s.
 	FailureLogInterval time.Duration
 
 	// BackPressure, when set, recognises the creation errors by which the
@@ -335,7 +338,10 @@ const (
 	// OverloadDeadline (the default) keeps FIFO order and fails fast the
 	// callers that cannot be served in time. The pool measures how long
 	// objects are held while callers wait (a clock read by the waiting
-	// callers only, never on the fast path). Once at least as many callers
+	// callers only, never on the fast path); it judges nobody before it
+	// has measured 8 holds, and averages those evenly (the first holds of
+	// a pool, those of its start, are often many times the steady ones).
+	// Once at least as many callers
 	// wait for a give-back as there are objects in use, a caller about to
 	// join them, with k ahead of it and n objects in use held for h on
 	// average, expects to be served after (k+1)·h/n and then to need its

@@ -2,6 +2,8 @@ package pool
 
 import (
 	"cmp"
+	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -54,15 +56,21 @@ type createGate struct {
 	timer         clock.Timer
 	timerC        <-chan time.Time // timer's channel while held
 
-	// Logging at a bounded rate: lineAt is the clock of the last line (0:
-	// none yet), unlogged the failures since.
-	lineAt   int64
-	unlogged int
+	// Logging (see logFailure): lineAt is the clock of the last line at
+	// Warn or Info (0: none yet), unlogged the failures since; warned is
+	// set while the run of failures has been logged at Warn and its end
+	// not yet at Info, recoveryUnlogged once that end came too soon after
+	// lineAt for a line.
+	lineAt           int64
+	unlogged         int
+	warned           bool
+	recoveryUnlogged bool
 }
 
 // failureRecord is what callers and Stats see of the gate.
 type failureRecord struct {
 	err      error // the last failure, as the factory returned it
+	stat     error // err as Stats.LastCreateError shows it
 	at       int64 // when it came (pool clock)
 	failures int   // in a row; 0 once a creation has succeeded
 	retryAt  int64 // the next attempt while held, else 0
@@ -115,17 +123,20 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		g.epoch++
 	}
 	g.failures++
+	persists := fresh && g.failures > 1 // a creation started after the last failure failed too
 	g.lastErr, g.lastAt = err, now
-	// Each branch holds the gate, then logs and publishes (noted), then
-	// answers callers: a caller that gets the failure finds it in Stats.
+	// Each branch holds the gate, then logs and publishes (noted; the log
+	// says whether a caller gets the failure, see logFailure), then answers
+	// callers: a caller that gets the failure finds it in Stats.
 	if ra, ok := resilience.RetryAfter(err); !c.IgnoreRetryAfter && ok && p.clockOf(ra) > now {
 		g.failing = !c.BackoffDisabled // after the pause, one attempt at a time
 		a.hold(now, p.clockOf(ra), err, false)
-		a.noted(now)
+		all := func(*waiter[T]) bool { return true }
+		a.noted(now, w != nil || a.anyPending(all), persists)
 		if w != nil {
 			w.deliver(created[T]{err: a.createError(err, false)})
 		}
-		a.failPending(func(*waiter[T]) bool { return true }, true)
+		a.failPending(all, true)
 		return
 	}
 	var delay int64
@@ -135,7 +146,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 			g.limit = min(alive, p.cfg.MaxObjects)
 			g.failing = false // the server answers: the limit, not a backoff, governs
 			a.hold(now, addSat(now, int64(d)), nil, true)
-			a.noted(now)
+			a.noted(now, false, persists)
 			// The pool has objects to give back: whoever waited for a
 			// creation now waits for those, in the queue.
 			if w != nil {
@@ -151,7 +162,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		if delay > 0 {
 			a.hold(now, addSat(now, delay), nil, true)
 		}
-		a.noted(now)
+		a.noted(now, w != nil, persists)
 		if w != nil {
 			w.deliver(created[T]{err: a.createError(err, false)})
 		}
@@ -162,7 +173,6 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		g.level++
 		a.hold(now, addSat(now, max(delay, int64(c.backoff(g.level)))), nil, delay > 0)
 	}
-	a.noted(now)
 	// With nothing alive to be given back and no other creation in flight,
 	// nothing can serve the callers waiting for a creation before the next
 	// attempt: they get this failure now, as each would get its own dial's
@@ -173,6 +183,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	// otherwise wait for ever.
 	nothing := len(a.all) == 0 && a.creating == 0
 	fail := func(w *waiter[T]) bool { return nothing || w.deadline == 0 }
+	a.noted(now, w != nil && fail(w) || a.anyPending(fail), persists)
 	switch {
 	case w == nil:
 	case fail(w): // its own attempt failed
@@ -185,16 +196,30 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	a.failPending(fail, false)
 }
 
-// noted logs the failure (at a bounded rate) and publishes the gate's state.
-func (a *actor[T]) noted(now int64) {
-	a.logFailure(now)
+// noted logs the failure (see logFailure: told says whether a caller gets
+// it, persists whether the run persists), publishes the gate's state and
+// capacity, which the callers it wakes read, and sends its event.
+func (a *actor[T]) noted(now int64, told, persists bool) {
+	a.logFailure(now, told, persists)
 	a.publishFailure()
+	a.publishCapacity()
 	g := &a.gate
 	e := Event{Kind: EventCreateFailed, Err: g.lastErr, Failures: g.failures}
 	if g.held {
 		e.RetryAt = a.p.timeAt(g.retryAt)
 	}
-	a.p.emit(e, false) // logged at a bounded rate
+	a.p.emit(e, false) // logged by logFailure
+}
+
+// anyPending reports whether a caller waiting for a creation is one for
+// whom fail is true: failPending gives it the failure.
+func (a *actor[T]) anyPending(fail func(*waiter[T]) bool) bool {
+	for _, r := range a.pending {
+		if r.w != nil && r.w.state.Load() == waiterWaiting && fail(r.w) {
+			return true
+		}
+	}
+	return false
 }
 
 // failPending goes through the requests for a creation after a failure:
@@ -340,7 +365,7 @@ func (a *actor[T]) publishFailure() {
 	if g.lastErr == nil {
 		return
 	}
-	r := &failureRecord{err: g.lastErr, at: g.lastAt, failures: g.failures}
+	r := &failureRecord{err: g.lastErr, stat: &lastCreateError{g.lastErr}, at: g.lastAt, failures: g.failures}
 	if g.held {
 		r.retryAt = g.retryAt
 	}
@@ -359,33 +384,63 @@ func (c *Config) backoff(n int) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
-// logFailure counts a failure and logs a line if the interval since the
-// last line has passed (or there was none): the last error, how many
-// failures the line stands for, and what the gate does.
-func (a *actor[T]) logFailure(now int64) {
+// The log of creations has one line per state, not one per attempt:
+//
+//   - The first failure of a run that a caller got is that caller's to
+//     report (a program that logs its errors would print it twice, a WARN
+//     line of the pool and its own): it is logged at Debug.
+//   - A run that persists (a creation started after the last failure
+//     failed too: the attempt after the backoff, or with the backoff off
+//     the next one) and a failure nobody got (a creation for MinIdle, one
+//     whose callers wait on, back-pressure) are logged at Warn at once;
+//     then at most one line per LogInterval, each standing for the
+//     failures since the last.
+//   - The end of a run logged at Warn is logged at Info (with the same
+//     bound: a tick reports one that came too soon); the end of a run that
+//     was not, at Debug.
+
+// logFailure logs a failure as the list above says: told is whether a
+// caller got it, persists whether the run persists.
+func (a *actor[T]) logFailure(now int64, told, persists bool) {
 	g := &a.gate
 	g.unlogged++
-	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
-		return
+	switch {
+	case g.warned:
+		if now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
+			a.logLine(now, false)
+		}
+	case told && !persists:
+		if g.failures == 1 {
+			a.logDebug(EventCreateFailed)
+		}
+	default:
+		a.logLine(now, false)
 	}
-	a.logLine(now, false)
 }
 
-// logRecovery logs that creations succeed again, if a line may be logged
-// now; otherwise the tick reports the failures not logged yet.
+// logRecovery logs that creations succeed again: at Debug after a run not
+// logged at Warn; else at Info if a line may be logged now, otherwise the
+// tick reports it.
 func (a *actor[T]) logRecovery() {
 	g := &a.gate
+	if !g.warned {
+		a.logDebug(EventCreateRecovered)
+		g.unlogged = 0
+		return
+	}
 	now := a.p.clock()
-	if g.lineAt != 0 && now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
+	if now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
+		g.recoveryUnlogged = true
 		return
 	}
 	a.logLine(now, true)
 }
 
-// flushFailureLog reports, at a tick, failures no line has reported yet.
+// flushFailureLog reports, at a tick, what no line of a run logged at Warn
+// has reported yet: failures, or its end.
 func (a *actor[T]) flushFailureLog(now int64) {
 	g := &a.gate
-	if g.unlogged > 0 && now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
+	if g.warned && (g.unlogged > 0 || g.recoveryUnlogged) && now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
 		a.logLine(now, g.failures == 0)
 	}
 }
@@ -394,12 +449,38 @@ func (a *actor[T]) flushFailureLog(now int64) {
 // state: the failures since the last line, how many in a row, the last
 // error, the next attempt, the effective size.
 func (a *actor[T]) logLine(now int64, recovered bool) {
+	g := &a.gate
+	level := slog.LevelWarn
+	if recovered {
+		level = slog.LevelInfo
+	}
+	a.logGate(now, recovered, level, attrFailures, g.unlogged)
+	g.lineAt, g.unlogged = now, 0
+	g.warned, g.recoveryUnlogged = !recovered, false
+}
+
+// logDebug logs, at Debug, the first failure of a run that its caller got,
+// or the end of a run that was not logged at Warn.
+func (a *actor[T]) logDebug(kind EventKind) {
+	if !a.p.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	if kind == EventCreateRecovered {
+		a.logGate(a.p.clock(), true, slog.LevelDebug, attrFailures, a.gate.failures)
+		return
+	}
+	a.logGate(a.p.clock(), false, slog.LevelDebug)
+}
+
+// logGate logs a line of the gate's state at level, with extra attributes.
+func (a *actor[T]) logGate(now int64, recovered bool, level slog.Level, extra ...any) {
 	p, g := a.p, &a.gate
 	kind := EventCreateFailed
 	if recovered {
 		kind = EventCreateRecovered
 	}
-	args := []any{attrPool, p.cfg.Name, attrEvent, kind.String(), attrFailures, g.unlogged, attrInARow, g.failures, attrError, g.lastErr}
+	args := append([]any{attrPool, p.cfg.Name, attrEvent, kind.String()}, extra...)
+	args = append(args, attrInARow, g.failures, attrError, g.lastErr)
 	if g.held {
 		args = append(args, attrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
 	}
@@ -408,9 +489,6 @@ func (a *actor[T]) logLine(now int64, recovered bool) {
 	}
 	if recovered {
 		args = append(args, attrRecovered, true)
-		p.cfg.Logger.Info(kind.message(), args...)
-	} else {
-		p.cfg.Logger.Warn(kind.message(), args...)
 	}
-	g.lineAt, g.unlogged = now, 0
+	p.cfg.Logger.Log(context.Background(), level, kind.message(), args...)
 }

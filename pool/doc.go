@@ -58,8 +58,12 @@
 // and names the last failure (*WaitError). A Create error that carries its
 // own retry time (a method RetryAfter() time.Time, as the rejections of
 // package resilience have) fails every caller waiting for a creation with
-// it and holds creations until then. Failures are logged at most once per
-// Config.FailureLogInterval, as one line with their count.
+// it and holds creations until then. Failures are logged by state, not by
+// attempt: the first of a run, when its caller got it, at Debug (the caller
+// reports it); a run that persists (the attempt after the backoff fails
+// too) or a failure nobody got at Warn, then at most once per
+// Config.FailureLogInterval, as one line with their count; the end of a
+// run logged at Warn at Info.
 //
 // Config.BackPressure recognises the creation errors by which a server says
 // it is full. The pool then makes do with the objects alive, which the

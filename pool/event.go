@@ -34,12 +34,15 @@ type EventKind uint8
 // attribute of a log line.
 const (
 	// EventCreateFailed: a creation failed. Err, Failures (in a row),
-	// RetryAt (the next attempt, while creations are held back). Logged at
-	// Warn at a bounded rate (Config.FailureLogInterval): one line stands
-	// for the failures since the last one.
+	// RetryAt (the next attempt, while creations are held back). Logged by
+	// state (see Config.FailureLogInterval): at Debug for the first of a
+	// run that its caller got, at Warn once the run persists or for one
+	// nobody got, then at a bounded rate, one line standing for the
+	// failures since the last one.
 	EventCreateFailed EventKind = iota + 1
 	// EventCreateRecovered: a creation succeeded after Failures failed in a
-	// row. Logged at Info (with the failure lines' bound).
+	// row. Logged at Info (with the failure lines' bound) after a run
+	// logged at Warn, else at Debug.
 	EventCreateRecovered
 	// EventDestroyed: an object was destroyed for Reason. Logged at Debug.
 	EventDestroyed

@@ -136,6 +136,7 @@ func (f *fakeFactory) set(fn func(f *fakeFactory)) {
 type fakeClock struct {
 	*clocktest.Clock
 	tick chan time.Time
+	late atomic.Int64 // see moveLate
 }
 
 func newFakeClock() *fakeClock {
@@ -143,6 +144,18 @@ func newFakeClock() *fakeClock {
 }
 
 func (c *fakeClock) NewTicker(time.Duration) clock.Ticker { return fakeTicker{c.tick} }
+
+// Now is clocktest's time, moved on by moveLate.
+func (c *fakeClock) Now() time.Time { return c.Clock.Now().Add(time.Duration(c.late.Load())) }
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// moveLate moves time on by d without firing the timers due, as timers
+// whose goroutines have not run yet; fireLate fires them.
+func (c *fakeClock) moveLate(d time.Duration) { c.late.Add(int64(d)) }
+
+// fireLate fires the timers that moveLate left due.
+func (c *fakeClock) fireLate() { c.Clock.Advance(time.Duration(c.late.Swap(0))) }
 
 // Tick moves time on by d (see Advance) and delivers one tick to the actor.
 func (c *fakeClock) Tick(t *testing.T, d time.Duration) {
@@ -234,7 +247,9 @@ func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) Factory[*fakeO
 	t.Helper()
 	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
 	cfg.Clock = h.clk
-	cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	if cfg.Logger == nil { // else the test reads its own
+		cfg.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	}
 	p, err := newPool[*fakeObj](of(h.f), cfg, h.ev.hook)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -22,15 +23,26 @@ import (
 
 // overloadState is the policy's shared state.
 type overloadState struct {
-	// hold is the mean hold time (a moving average, in clock units) of
-	// objects lent to waiting callers; 0 until measured.
+	// hold is the mean hold time (in clock units) of objects lent to
+	// waiting callers: the plain mean of the first holdWeight holds, then
+	// a moving average; 0 until measured.
 	hold atomic.Int64
+	// samples counts the holds measured, up to holdWeight (a little past
+	// it when callers race): until then the policy refuses nobody.
+	samples atomic.Int64
 	// emptyAt is when the queue of callers waiting for a give-back was last
 	// empty (CoDel only).
 	emptyAt atomic.Int64
 }
 
-// holdWeight is the weight of the newest hold time in the average: 1/8.
+// holdWeight is the weight of the newest hold time in the moving average
+// (1/8), and how many holds the policy measures before it judges anyone.
+// The first holds are those of the pool's start (objects just made, used
+// for the first time, by callers that all arrived at once), often ten
+// times the steady ones on a busy machine: judged on the first alone, a
+// caller with 56 ahead of 8 objects expected a 1.4s wait and was refused,
+// where it would have been served in about 100ms. Their plain mean gives
+// the first hold a weight of 1/holdWeight once holdWeight are measured.
 const holdWeight = 8
 
 // needed is the time a caller is expected to need the object for: the mean
@@ -60,8 +72,12 @@ func (p *Pool[T]) sampleHold(e *entry[T], now int64) {
 		return
 	}
 	s := now - at
+	n := p.overload.samples.Load()
+	if n < holdWeight {
+		n = p.overload.samples.Add(1)
+	}
 	if old := p.overload.hold.Load(); old != 0 {
-		s = old + (s-old)/holdWeight
+		s = old + (s-old)/min(n, holdWeight) // the plain mean of the first holdWeight
 	}
 	p.overload.hold.Store(max(s, 1))
 }
@@ -86,7 +102,7 @@ func (t *taker[T]) admit(ahead int) error {
 		}
 		hold := p.overload.hold.Load()
 		inUse := p.inUse()
-		if hold == 0 || ahead < inUse { // not measured yet, or not overloaded
+		if p.overload.samples.Load() < holdWeight || ahead < inUse { // not measured enough yet, or not overloaded
 			return nil
 		}
 		now := p.clock()
@@ -116,6 +132,18 @@ func (t *taker[T]) admit(ahead int) error {
 		t.shed = t.shedTimer.C()
 	}
 	return nil
+}
+
+// refused counts a caller the policy failed as it joined the queue, and
+// yields its processor once. Refused callers often call again at once:
+// without the yield each ran until the scheduler preempted it (10ms), and
+// the callers holding objects, woken by the network, waited behind dozens
+// of them to run; their holds lengthened, and the policy, measuring them,
+// refused more (on 2 busy cores, holds of 15ms became 200-600ms for
+// seconds). The yield costs only refused callers.
+func (p *Pool[T]) refused() {
+	p.counters.overloaded.Add(1)
+	runtime.Gosched()
 }
 
 // atTurn applies the deadline policy to t, which has just received e from

@@ -3,27 +3,43 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // overloadHarness is a pool of 2 whose objects are both out, with a hold
-// time of 100ms measured (an object lent to a waiting caller came back
-// 100ms later), and two callers without deadlines queued for give-backs.
-// It returns the handles out and the queued callers.
+// time of 100ms measured as many times as the policy needs to judge (an
+// object lent to a waiting caller came back 100ms later), and two callers
+// without deadlines queued for give-backs. It returns the handles out and
+// the queued callers.
 func overloadHarness(t *testing.T, cfg Config) (h *harness, out []Handle[*fakeObj], queued []chan takeResult) {
 	cfg.MaxObjects, cfg.MaxQueueSize = 2, 100
 	h = newHarness(t, cfg)
 	a, b := h.take(), h.take() // each made for a caller that waited: measured
-	w := h.waiting(context.Background(), 1)
-	h.clk.Advance(100 * time.Millisecond)
-	h.giveBack(a)
-	a = h.result(w).h
+	a = h.holds(a, holdWeight, 100*time.Millisecond)
 	if s := h.p.Stats(); cfg.Overload == OverloadDeadline && s.MeanHold != 100*time.Millisecond {
 		t.Fatalf("MeanHold = %v, want the 100ms measured", s.MeanHold)
 	}
 	queued = []chan takeResult{h.waiting(context.Background(), 1), h.waiting(context.Background(), 2)}
 	return h, []Handle[*fakeObj]{a, b}, queued
+}
+
+// holds measures n holds of d, one after the other, on a, the handle of an
+// object lent to a caller that waited, while the pool's other objects are
+// out: each time a caller queues, a is given back d later and goes to that
+// caller. It returns the handle of the last.
+func (h *harness) holds(a Handle[*fakeObj], n int, d time.Duration) Handle[*fakeObj] {
+	h.t.Helper()
+	for range n {
+		w := h.waiting(context.Background(), 1)
+		h.clk.Advance(d)
+		h.giveBack(a)
+		a = h.result(w).h
+	}
+	return a
 }
 
 // drain gives back the handles and serves the queued callers in turn.
@@ -63,6 +79,103 @@ func TestOverloadDeadlineFailsTheHopelessAtOnce(t *testing.T) {
 		t.Fatalf("Overloaded = %d, want 1", s.Overloaded)
 	}
 	h.drain(out, append(queued, ok)...)
+}
+
+// The policy judges nobody on the first holds it measures, those of the
+// pool's start: it waits for holdWeight of them and takes their plain mean.
+// The first hold of a pool is often many times the steady ones (new
+// connections, every caller arriving at once on a busy machine): judged on
+// it alone, a caller that would be served well within its deadline was
+// refused.
+func TestOverloadDeadlineWaitsForHoldsBeforeJudging(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, MaxQueueSize: 100})
+	a := h.holds(h.take(), 1, time.Second) // the start: a hold of 1s
+	first := h.waiting(context.Background(), 1)
+	// 1 ahead, 1 in use: judged on the 1s hold alone, it would expect to be
+	// served after 2s and be refused; the 10ms holds that follow serve it
+	// after 20ms.
+	soon := h.takeAsync(h.withDeadline(time.Second))
+	waitUntil(t, "the caller with a deadline queues, or fails", func() bool {
+		return !pending(soon) || h.p.Stats().Queued == 2 && blockedInTake(2)
+	})
+	if !pending(soon) {
+		t.Fatalf("Take = %v with one hold measured; want it queued", h.result(soon).err)
+	}
+	for _, w := range []chan takeResult{first, soon} {
+		h.clk.Advance(10 * time.Millisecond)
+		h.giveBack(a)
+		r := h.result(w)
+		if r.err != nil {
+			t.Fatalf("queued caller: %v", r.err)
+		}
+		a = r.h
+	}
+	a = h.holds(a, holdWeight-3, 10*time.Millisecond)
+	want := (time.Second + (holdWeight-1)*10*time.Millisecond) / holdWeight
+	if s := h.p.Stats(); s.MeanHold < want-time.Microsecond || s.MeanHold > want+time.Microsecond || s.Overloaded != 0 {
+		t.Fatalf("MeanHold %v, Overloaded %d; want the plain mean of the %d holds, %v, and nobody refused", s.MeanHold, s.Overloaded, holdWeight, want)
+	}
+	// Measured enough: it judges. With 1 ahead, a caller with 100ms left
+	// cannot be served in time.
+	queued := h.waiting(context.Background(), 1)
+	if _, err := h.p.Take(h.withDeadline(100 * time.Millisecond)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Take = %v after %d holds; want ErrOverloaded", err, holdWeight)
+	}
+	h.drain([]Handle[*fakeObj]{a}, queued)
+}
+
+// A caller the policy refuses yields its processor before it returns, so
+// that a goroutine ready to run (a caller holding an object, woken by the
+// network) runs before the refused caller can call again. Refused callers
+// often call again at once, and each ran until the scheduler preempted it
+// (10ms): with dozens of them, a holder waited hundreds of milliseconds to
+// run, its hold lengthened, and the policy, measuring it, refused more
+// (on 2 busy cores, holds of 15ms became 200-600ms, and the pool served
+// a third of what a plain FIFO pool serves). On one processor the
+// goroutine readied before the refusal runs only if the refused caller
+// yields; the scheduler serves the caller that yielded first once in 61
+// schedules, so the caller may call twice.
+func TestOverloadDeadlineRefusedCallerYields(t *testing.T) {
+	h, out, queued := overloadHarness(t, Config{})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ready := make(chan struct{})
+	var ran atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ready
+		ran.Store(true)
+	}()
+	waitUntil(t, "the goroutine waits", func() bool { return blockedOn("chan receive", "TestOverloadDeadlineRefusedCallerYields.func") })
+	close(ready) // it is ready to run: on one processor, it runs when this goroutine yields
+	var errs [2]error
+	for i := range errs {
+		if _, errs[i] = h.p.Take(h.withDeadline(200 * time.Millisecond)); ran.Load() {
+			break
+		}
+	}
+	yielded := ran.Load()
+	if !errors.Is(errs[0], ErrOverloaded) || errs[1] != nil && !errors.Is(errs[1], ErrOverloaded) {
+		t.Fatalf("Takes = %v, want ErrOverloaded", errs)
+	}
+	if !yielded {
+		t.Fatal("a caller refused twice returned without letting a ready goroutine run")
+	}
+	<-done
+	h.drain(out, queued...)
+}
+
+// blockedOn reports whether a goroutine whose stack mentions fn is parked
+// in state ("chan receive", "select").
+func blockedOn(state, fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "["+state) && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // AcquireTimeout bounds the wait only: a caller whose AcquireTimeout comes

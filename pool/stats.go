@@ -69,11 +69,15 @@ type Stats struct {
 	// Creations while they fail (Config.BackoffInitial and after).
 	CreateFailuresInARow int       // 0 once a creation succeeds
 	NextCreateAttempt    time.Time // while creations are held back (on Config.Clock), else zero
-	LastCreateError      error     // the last creation failure, as the factory returned it (nil if none yet)
-	LastCreateErrorAt    time.Time
-	FailedFast           uint64 // Takes failed at once with a *CreateError: their deadline came before the next attempt, or a retry time was in force
-	BackPressureEvents   uint64 // creation errors Config.BackPressure recognised
-	Overloaded           uint64 // Takes failed fast by the overload policy (ErrOverloaded)
+	// LastCreateError is the last creation failure (nil if none yet):
+	// errors.Is and errors.As find the factory's error in it, and it prints
+	// as that error does, but it marshals to JSON as its message (an
+	// error's fields may hold funcs, which JSON refuses, or a password).
+	LastCreateError    error
+	LastCreateErrorAt  time.Time
+	FailedFast         uint64 // Takes failed at once with a *CreateError: their deadline came before the next attempt, or a retry time was in force
+	BackPressureEvents uint64 // creation errors Config.BackPressure recognised
+	Overloaded         uint64 // Takes failed fast by the overload policy (ErrOverloaded)
 	// MeanHold is the overload policy's measure of how long objects are
 	// held while callers wait for them (zero until measured).
 	MeanHold time.Duration
@@ -169,7 +173,7 @@ func (p *Pool[T]) Stats() Stats {
 	if f := p.failure.Load(); f != nil {
 		s.CreateFailuresInARow = f.failures
 		s.NextCreateAttempt = p.timeAt(f.retryAt)
-		s.LastCreateError = f.err
+		s.LastCreateError = f.stat
 		s.LastCreateErrorAt = p.timeAt(f.at)
 	}
 	s.Destroys = destroyCounts(&c.destroys)

@@ -428,7 +428,7 @@ func (t *taker[T]) ask() error {
 	}
 	if err := t.admit(int(n - 1)); err != nil {
 		t.unqueue()
-		p.counters.overloaded.Add(1)
+		p.refused()
 		return err
 	}
 	if p.total.Load() < p.capacity.Load() {

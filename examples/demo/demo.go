@@ -153,16 +153,16 @@ func run(ctx context.Context, opts options) error {
 	return nil
 }
 
-// open opens a respool pool by sql.Open and finds its Connector by name.
-func (dm *demo) open(ctx context.Context, name, dsn string) (*sql.DB, *respool.Connector, error) {
+// open opens a respool pool by sql.Open and finds its Connector.
+func (dm *demo) open(ctx context.Context, dsn string) (*sql.DB, *respool.Connector, error) {
 	db, err := sql.Open("respool", dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := respool.Lookup(name)
-	if c == nil {
+	c, err := respool.ConnectorOf(db)
+	if err != nil {
 		_ = db.Close()
-		return nil, nil, fmt.Errorf("no respool pool named %q after sql.Open", name)
+		return nil, nil, err
 	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()

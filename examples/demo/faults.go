@@ -116,7 +116,7 @@ func (dm *demo) faults(ctx context.Context) error {
 	dsn := dm.target.chaosDSN(keys...)
 	dm.d.printf(`sql.Open("respool", %q)`, respool.RedactDSN(dsn))
 	opened := time.Now()
-	db, c, err := dm.open(ctx, faultPool, dsn)
+	db, c, err := dm.open(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (dm *demo) faults(ctx context.Context) error {
 	go func() { outageDone <- runOutage(ctx, fp, opened, cc, c, &o) }()
 	stop := make(chan struct{})
 	watched := dm.watch(stop, func() string {
-		s := c.Pool().Stats()
+		s := c.Stats()
 		phase := "      "
 		if o.on.Load() {
 			phase = "OUTAGE"
@@ -200,8 +200,7 @@ func runOutage(ctx context.Context, fp faultPlan, opened time.Time, cc *chaos.Co
 	if err := work(ctx, time.Until(opened.Add(fp.OutageFrom))); err != nil {
 		return err
 	}
-	g := c.Guard()
-	before := g.Stats().Breaker.Transitions
+	before := c.ResilienceStats().Breaker.Transitions
 	if err := cc.Enable("refuse"); err != nil {
 		return err
 	}
@@ -219,7 +218,7 @@ func runOutage(ctx context.Context, fp faultPlan, opened time.Time, cc *chaos.Co
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if gs := g.Stats(); !gs.BreakerOn || gs.Breaker.Transitions > before {
+		if gs := c.ResilienceStats(); !gs.BreakerOn || gs.Breaker.Transitions > before {
 			return nil
 		}
 		select {
@@ -291,7 +290,7 @@ func (dm *demo) transfer(ctx context.Context, db *sql.DB, txr *respool.TxRunner,
 // faultChecks checks what the fault step showed.
 func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos.Connector, o *outage, tally *faultTally, sumBefore int64) error {
 	cs := cc.Stats()
-	s := c.Pool().Stats()
+	s := c.Stats()
 	dm.d.printf("  chaos injected: %d serialization failures, %d lost connections, %d refused connection attempts, %v of latency",
 		cs.Injected("error"), cs.Injected("drop"), cs.Injected("refuse"), latency(cs).Round(time.Millisecond))
 	dm.d.printf("  pool: %d connections made, %d creations failed, %d takes failed fast while creations were held back; destroyed: %v",
@@ -315,7 +314,7 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 		dm.d.printf("  the outage lasted %v instead of %v: the breaker had not opened yet (see faultPlan.MaxOutage)",
 			lasted.Round(10*time.Millisecond), planned)
 	}
-	rs := c.Stats().Resilience
+	rs := c.ResilienceStats()
 	dm.expect(rs.BreakerOn && rs.Breaker.Transitions >= 2 && rs.Breaker.State == breaker.Closed,
 		"outage: circuit opened and closed",
 		"the breaker opened on the refused connections, let one probe through at a time, and closed when one succeeded: "+

@@ -16,11 +16,11 @@ import (
 func (dm *demo) leak(ctx context.Context) error {
 	o := dm.opts
 	dm.d.heading("3. Leak: a *sql.Rows dropped without Close")
-	before := dm.conn.Pool().Stats()
+	before := dm.conn.Stats()
 	if err := leakRows(dm.db); err != nil {
 		return err
 	}
-	held := dm.conn.Pool().Stats()
+	held := dm.conn.Stats()
 	dm.d.printf("  leakRows returned; the rows it dropped still hold a connection: %d in use, %d idle",
 		held.InUse, held.Idle)
 
@@ -44,7 +44,7 @@ func (dm *demo) leak(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	after := dm.conn.Pool().Stats()
+	after := dm.conn.Stats()
 	dm.expect(report.pool == mainPool && report.takenAt != "" && after.LeaksDetected == before.LeaksDetected+1,
 		"leak reported with its stack",
 		"LEAK-DETECTED for pool %q, taken at %s (Stats.LeaksDetected %d)", report.pool, firstFrame(report.takenAt), after.LeaksDetected)
@@ -53,7 +53,7 @@ func (dm *demo) leak(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	n, err := holdAll(hctx, dm.db, o.MaxConns)
-	after = dm.conn.Pool().Stats()
+	after = dm.conn.Stats()
 	dm.expect(err == nil && after.Destroys.Leaked == before.Destroys.Leaked+1,
 		"leaked slot reclaimed",
 		"the leaked connection was closed (Stats.Destroys: %+v); %d of %d connections held at once afterwards (err: %v)",

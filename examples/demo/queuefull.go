@@ -18,12 +18,12 @@ import (
 func (dm *demo) queueFull(ctx context.Context) error {
 	o := dm.opts
 	dm.d.heading("2. Queue full: %d callers at once, each holding a connection for %v", o.Burst, o.BurstHold)
-	before := dm.conn.Pool().Stats()
+	before := dm.conn.Stats()
 	var served, refused, others atomic.Int64
 	var refusal, other firstError
 	stop := make(chan struct{})
 	watched := dm.watch(stop, func() string {
-		return fmt.Sprintf("served %d, refused %d | %s", served.Load(), refused.Load(), statusLine(dm.conn.Pool().Stats()))
+		return fmt.Sprintf("served %d, refused %d | %s", served.Load(), refused.Load(), statusLine(dm.conn.Stats()))
 	})
 	bctx, cancel := context.WithTimeout(ctx, 10*o.BurstHold*time.Duration(1+o.Burst/o.MaxConns))
 	defer cancel()
@@ -50,7 +50,7 @@ func (dm *demo) queueFull(ctx context.Context) error {
 	close(stop)
 	<-watched
 
-	after := dm.conn.Pool().Stats()
+	after := dm.conn.Stats()
 	if err := refusal.get(); err != nil {
 		dm.d.printf("  a refused caller got: %v", err)
 	}

@@ -24,7 +24,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	dm.d.heading("1. Workload: %d callers share %d connections for %v", o.Workers, o.MaxConns, o.WorkloadTime)
 	dsn := dm.target.respoolDSN(dm.poolKeys(mainPool)...)
 	dm.d.printf(`sql.Open("respool", %q)`, respool.RedactDSN(dsn))
-	db, c, err := dm.open(ctx, mainPool, dsn)
+	db, c, err := dm.open(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	var firstErr firstError
 	stop := make(chan struct{})
 	watched := dm.watch(stop, func() string {
-		return fmt.Sprintf("requests %d | %s", requests.Load(), statusLine(c.Pool().Stats()))
+		return fmt.Sprintf("requests %d | %s", requests.Load(), statusLine(c.Stats()))
 	})
 	loop(ctx, o.Workers, o.WorkloadTime, func(w, i int) {
 		rctx, cancel := context.WithTimeout(ctx, o.RequestTime)
@@ -52,7 +52,7 @@ func (dm *demo) workload(ctx context.Context) error {
 	close(stop)
 	<-watched
 
-	s := c.Pool().Stats()
+	s := c.Stats()
 	note := ""
 	if err := firstErr.get(); err != nil {
 		note = fmt.Sprintf(" (first: %v)", err)

@@ -131,8 +131,13 @@ func newService(ctx context.Context, o options) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A *sql.DB from sql.Open reaches its Connector by the pool's name.
-	s := &service{db: db, connector: respool.Lookup("orders")}
+	// A *sql.DB from sql.Open reaches its Connector through ConnectorOf.
+	connector, err := respool.ConnectorOf(db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &service{db: db, connector: connector}
 	if err := s.setUp(ctx); err != nil {
 		db.Close()
 		return nil, err

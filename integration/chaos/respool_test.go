@@ -11,7 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/respool/respool"
+	_ "github.com/respool/respool" // registers "respool"
 	"github.com/respool/respool/chaos"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/resilience/dbclass"
@@ -55,7 +55,7 @@ func TestRespoolOverChaos(t *testing.T) {
 		ctx := ctxT(t)
 		add, counter := counterTable(t, ctx, s, "chaos_respool")
 		name := "TestRespoolOverChaos-" + s.Kind
-		db, err := sql.Open(respool.DriverName, respoolDSN(s, "respool_max_conns=2&chaos_name="+name+
+		db, err := sql.Open("respool", respoolDSN(s, "respool_max_conns=2&chaos_name="+name+
 			"&chaos_drop=after&chaos_drop_every=3&chaos_connect_error_off=true&chaos_connect_error="+
 			map[string]string{servers.KindPostgres: "53300", servers.KindMariaDB: "1040"}[s.Kind]))
 		if err != nil {

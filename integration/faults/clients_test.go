@@ -142,8 +142,7 @@ func (p *sqlPool) describe() string {
 	if p.conn == nil {
 		return ""
 	}
-	s := p.conn.Stats()
-	r := s.Resilience
+	s, r := p.conn.Stats(), p.conn.ResilienceStats()
 	return fmt.Sprintf("pool: creates %d, create failures %d, failed fast %d, overloaded %d, back-pressure %d, effective size %d; "+
 		"connection attempts %d (failed %d, retries %d); breaker %v, openings %d, rejected %d, statement failures %d; pauses %d",
 		s.Creates, s.CreateFailures, s.FailedFast, s.Overloaded, s.BackPressureEvents, s.EffectiveMaxObjects,

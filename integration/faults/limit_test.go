@@ -19,6 +19,7 @@ type limitOutcome struct {
 	rejectedPerSec float64 // attempts the server refused for its limit
 	attemptsPerSec float64 // connection attempts (the proxy's count)
 	okPerSec       float64
+	served         float64 // share of the calls that ended in the window that succeeded
 	logPerSec      float64 // the pool's log records per second; -1: not read
 	p99, max       time.Duration
 	errors         string
@@ -70,12 +71,14 @@ func runLimit(r *run) outcome {
 		}
 		rejected = int64(countTooMany(evs, from, to))
 	}
-	calls := l.started(l.at(from), l.at(to))
+	calls, ended := l.started(l.at(from), l.at(to)), l.ended(l.at(from), l.at(to))
+	ok := succeeded(ended)
 	o := &limitOutcome{
 		rejectedPerSec: float64(rejected) / secs,
 		attemptsPerSec: float64(attempts1-attempts0) / secs,
 		logPerSec:      -1,
-		okPerSec:       float64(succeeded(l.ended(l.at(from), l.at(to)))) / secs,
+		okPerSec:       float64(ok) / secs,
+		served:         float64(ok) / float64(max(len(ended), 1)),
 		errors:         errorShares(calls),
 	}
 	o.p99, o.max = latencies(calls)

@@ -21,7 +21,7 @@ const (
 	maxFirstSuccess   = 250 * time.Millisecond // after the server is back
 	maxAllSucceeded   = 500 * time.Millisecond
 	maxRejected       = 2.0  // rejected attempts/s above the server's limit
-	minBaselineShare  = 0.9  // of the plain driver's ok/s there (the margin of a shared 2-core machine)
+	minBaselineShare  = 0.9  // of the plain driver's ok/s there (the margin of a quiet 2-core machine)
 	minSlowOK         = 45.0 // ok/s of 50 on a slow server
 	maxFrozenFullWait = 0.10 // share of calls that wait their full deadline
 )
@@ -45,6 +45,20 @@ const (
 //     error names): only the calls in flight when it froze and those that
 //     follow a probe wait out their deadline, without millions of fast
 //     failures to dilute them;
+//   - respool's ok/s above the server's limit against the plain driver's:
+//     two pools measured one after the other, 3s each, while other work on
+//     the machine comes and goes. At a load of 10–14 on 2 cores a pool's
+//     ok/s varied by about 18% (standard deviation) from run to run (pgx
+//     stdlib 238–454, respool 321–582 over 18 runs), and respool, 1.36
+//     times the plain driver on average, fell below 90% of it in 2 of the
+//     18 while it refused no call. What the target guards against, respool
+//     serving fewer of its callers than a plain pool would (refusing calls
+//     it could serve, failing them while creations are held back), is
+//     asserted by default on a figure the machine's speed moves little: the
+//     share of the calls served is at least the plain driver's (94–97% for
+//     pgx stdlib, 53–87% for mysql, whose extra connections the server
+//     refuses; respool's is 99–100%, and was 6–32% when its overload policy
+//     misjudged the wait on a busy machine);
 //   - the leaks: the pool watches a lost Handle's token when its actor
 //     handles the collection after the take, and finds it at the next one;
 //     the suite's two back-to-back collections often leave the actor no
@@ -89,7 +103,10 @@ func checkTargets(t *testing.T, rep *report) {
 			want(true, o.rejectedPerSec <= maxRejected,
 				"%.0f rejected attempts/s above the server's limit; want ≤ %.0f", o.rejectedPerSec, maxRejected)
 			if base := baselineLimit(rep, col.kind); base != nil {
-				want(true, o.okPerSec >= minBaselineShare*base.okPerSec,
+				want(true, o.served >= base.served,
+					"served %.1f %% of the calls above the server's limit; want at least the plain driver's %.1f %%",
+					100*o.served, 100*base.served)
+				want(false, o.okPerSec >= minBaselineShare*base.okPerSec,
 					"%.0f ok/s above the server's limit; want ≥ %.0f %% of the plain driver's %.0f",
 					o.okPerSec, 100*minBaselineShare, base.okPerSec)
 			}

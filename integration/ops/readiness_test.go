@@ -69,8 +69,8 @@ func TestReadinessFollowsTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := health.FromPool(c.Pool())
-	src.Probe = db.PingContext // a query's round trip: an idle connection to a dead server fails it
+	// The pool's own reason ("refused"), not the breaker's: no FromConnector.
+	src := health.Source{Stats: c.Stats, Probe: db.PingContext} // a query's round trip: an idle connection to a dead server fails it
 	if err := checker.Add(c.Name(), src); err != nil {
 		t.Fatal(err)
 	}

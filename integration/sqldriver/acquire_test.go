@@ -2,17 +2,18 @@ package sqldriver
 
 import (
 	"context"
-	sqldriver "database/sql/driver"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
 
 // TestAcquireTimeout fills the pool (respool_max_conns=2, every connection
-// taken outside database/sql) and runs a query: with
+// held by a *sql.Conn of a second *sql.DB on the Connector) and runs a query: with
 // respool_acquire_timeout=50ms its caller gets an error matching
 // pool.ErrAcquireTimeout that names the bound, after one wait, whether
 // database/sql reuses an idle shell or asks for a new connection; a caller
@@ -33,19 +34,14 @@ func TestAcquireTimeout(t *testing.T) {
 				} else {
 					warm(t, ctx, db, conns) // database/sql keeps 2 idle shells
 				}
-				var held []pool.Handle[sqldriver.Conn]
+				holder := secondDB(t, c) // its *sql.Conns hold the connections; db keeps its idle shells
 				for range conns {
-					h, err := c.Pool().Take(ctx)
+					sc, err := holder.Conn(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}
-					held = append(held, h)
+					defer sc.Close()
 				}
-				defer func() {
-					for _, h := range held {
-						_ = h.GiveBack()
-					}
-				}()
 
 				err := db.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
 				if !errors.Is(err, pool.ErrAcquireTimeout) || errors.Is(err, context.DeadlineExceeded) ||
@@ -62,11 +58,11 @@ func TestAcquireTimeout(t *testing.T) {
 		t.Run("context ends first", func(t *testing.T) {
 			ctx := ctxT(t)
 			db, c := openDB(t, withKeys(s, "respool_max_conns=1&respool_acquire_timeout=1h"))
-			h, err := c.Pool().Take(ctx)
+			sc, err := secondDB(t, c).Conn(ctx) // holds the one connection
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = h.GiveBack() }()
+			defer sc.Close()
 			cctx, cancel := context.WithCancel(ctx)
 			res := make(chan error, 1)
 			go func() { res <- db.QueryRowContext(cctx, "SELECT 1").Scan(new(int)) }()
@@ -77,4 +73,14 @@ func TestAcquireTimeout(t *testing.T) {
 			}
 		})
 	})
+}
+
+// secondDB returns another *sql.DB on c, whose *sql.Conns hold c's
+// connections without touching the first *sql.DB's idle shells. Closing it
+// closes c, as the first one's Close (at the end of the test, after it)
+// does.
+func secondDB(t *testing.T, c *respool.Connector) *sql.DB {
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }

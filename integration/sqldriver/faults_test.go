@@ -189,7 +189,7 @@ func restartServer(t *testing.T, ctx context.Context, s *servers.Server) {
 func waitPool(t *testing.T, ctx context.Context, c *respool.Connector, ok func(pool.Stats) bool) pool.Stats {
 	t.Helper()
 	for {
-		st := c.Stats().Stats
+		st := c.Stats()
 		if ok(st) {
 			return st
 		}

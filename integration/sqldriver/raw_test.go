@@ -7,20 +7,19 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/respool/respool"
 )
 
-// pgxOf runs fn with the *pgx.Conn behind sc, the way pgx documents it
-// (sql.Conn.Raw, then *stdlib.Conn), with respool.RawConn in between.
+// pgxOf runs fn with the *pgx.Conn behind sc (sql.Conn.Raw, then
+// respool.RawConn[*pgx.Conn], which works on plain pgx's connection too).
 func pgxOf(sc *sql.Conn, fn func(c *pgx.Conn) error) error {
 	return sc.Raw(func(dc any) error {
-		sc, ok := respool.RawConn(dc).(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("RawConn(%T) is %T, not *stdlib.Conn", dc, respool.RawConn(dc))
+		c, err := respool.RawConn[*pgx.Conn](dc)
+		if err != nil {
+			return err
 		}
-		return fn(sc.Conn())
+		return fn(c)
 	})
 }
 
