@@ -89,9 +89,16 @@ func TestShortFailureRunTheCallersGotStaysAtDebug(t *testing.T) {
 // A failure nobody gets (a creation for MinIdle) is logged at Warn at
 // once: the log is its only report.
 func TestCreateFailureNobodyGetsIsLoggedAtWarn(t *testing.T) {
-	h, log := newLoggedHarness(t, Config{MaxObjects: 2, MinIdle: 1, BackoffInitial: time.Second, BackoffMax: time.Second})
-	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	h.clk.Tick(t, defaultValidationInterval) // the tick refills
+	log := &logBuffer{}
+	cfg := Config{MaxObjects: 2, MinIdle: 1, BackoffInitial: time.Second, BackoffMax: time.Second,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	// The factory fails from the start: the pool's first refill, which New
+	// starts, fails (set after New, the refill could succeed first and no
+	// refill would be needed again).
+	h := newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] {
+		f.createErr = errors.New("connection refused")
+		return factoryOf[*fakeObj](f)
+	})
 	waitUntil(t, "the refill failed", func() bool { return len(linesAt(log, "WARN")) > 0 || h.p.Stats().CreateFailures > 0 })
 	waitUntil(t, "its line", func() bool { return len(linesAt(log, "WARN")) == 1 })
 	if w := linesAt(log, "WARN"); !strings.Contains(w[0], `msg="create failed"`) {
