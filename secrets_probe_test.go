@@ -318,12 +318,14 @@ func probeRespool(t *testing.T, dsn string) (map[string]string, bool) {
 }
 
 func probeChaos(dsn string) (map[string]string, bool) {
-	out, refused := probeOpen(chaos.DriverName, dsn)
-	if c, err := (chaos.Driver{}).OpenConnector(dsn); err == nil {
-		for _, verb := range []string{"%v", "%+v", "%#v"} {
-			out["Connector "+verb] = fmt.Sprintf(verb, c)
+	out, refused := probeOpen("chaos", dsn)
+	if cfg, err := chaos.ParseDSN(dsn); err == nil {
+		if c, err := chaos.NewConnector(*cfg); err == nil {
+			for _, verb := range []string{"%v", "%+v", "%#v"} {
+				out["Connector "+verb] = fmt.Sprintf(verb, c)
+			}
+			_ = c.Close()
 		}
-		_ = c.(io.Closer).Close()
 	}
 	return out, refused
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Config configures a Connector. The zero value of each field is its
-// documented default; Validate checks a Config in one place.
+// documented default; NewConnector checks a Config in one place.
 type Config struct {
 	// DriverName is the wrapped database/sql driver: "pgx", "mysql" or any
 	// other registered name but "chaos". Required unless Connector is set.
@@ -29,7 +29,8 @@ type Config struct {
 	// Seed makes the Faults' random draws repeatable: two Connectors with
 	// the same Seed and Faults hit the same calls (the n-th call a Fault
 	// considers, whatever the goroutine making it). 0: a random seed,
-	// which Connector.Seed returns, so that a failing run can be repeated.
+	// which Connector.Stats tells (Stats.Seed), so that a failing run can
+	// be repeated.
 	Seed uint64
 	// Faults are injected in this order of precedence: every KindLatency
 	// that hits delays the call, then the first other Fault that hits ends
@@ -56,24 +57,16 @@ type Event struct {
 	Delay time.Duration
 }
 
-func (e Event) String() string {
-	s := fmt.Sprintf("%s %s #%d", e.Fault, e.Op, e.N)
-	if e.Kind == KindLatency {
-		s += " +" + e.Delay.String()
-	}
-	return s
-}
-
-// Validate reports the first thing wrong with c as an error matching
+// validate reports the first thing wrong with c as an error matching
 // ErrInvalidConfig, naming the field, its value and what is accepted.
-func (c *Config) Validate() error {
+func (c *Config) validate() error {
 	_, err := c.faults()
 	if err != nil {
 		return err
 	}
 	if c.Connector == nil {
 		switch {
-		case c.DriverName == "" || c.DriverName == DriverName:
+		case c.DriverName == "" || c.DriverName == driverName:
 			return fmt.Errorf(`%w: DriverName %q: want a registered database/sql driver other than "chaos", or a Connector`,
 				ErrInvalidConfig, c.DriverName)
 		case !slices.Contains(sql.Drivers(), c.DriverName):
@@ -106,7 +99,7 @@ func (c *Config) faults() ([]Fault, error) {
 func wrappable() []string {
 	var names []string
 	for _, n := range sql.Drivers() {
-		if n != DriverName {
+		if n != driverName {
 			names = append(names, fmt.Sprintf("%q", n))
 		}
 	}

@@ -66,7 +66,7 @@ func TestDropBeforeSending(t *testing.T) {
 func TestDropBeforeSendingRetried(t *testing.T) {
 	db, c, dsn := fakeDB(t, Config{Faults: []Fault{{Kind: KindDrop, Every: 2}}})
 	execN(t, db, 2)
-	if n := c.Stats().Injected("drop"); n != 1 {
+	if n := c.Stats().Faults["drop"].Injected; n != 1 {
 		t.Errorf("%d drops, want 1", n)
 	}
 	if got := fakeCalls(dsn); len(got) != 2 {
@@ -245,7 +245,7 @@ func TestOps(t *testing.T) {
 			if got := fakeCalls(dsn); !slices.Equal(got, tc.want) {
 				t.Errorf("the driver saw %q, want %q", got, tc.want)
 			}
-			if c.Stats().Injected("error") != 1 {
+			if c.Stats().Faults["error"].Injected != 1 {
 				t.Errorf("Stats: %+v", c.Stats())
 			}
 		})
@@ -257,7 +257,7 @@ func TestOps(t *testing.T) {
 func TestReset(t *testing.T) {
 	db, c, dsn := fakeDB(t, Config{Faults: []Fault{{Kind: KindDrop, On: OpReset}}})
 	execN(t, db, 3)
-	if n := c.Stats().Injected("drop"); n != 2 {
+	if n := c.Stats().Faults["drop"].Injected; n != 2 {
 		t.Errorf("%d drops at reset, want 2 (every reuse)", n)
 	}
 	if open := fakeOpen(dsn); open != 1 {
@@ -302,7 +302,7 @@ func TestSkippedCallMeetsFaultsOnce(t *testing.T) {
 		t.Errorf("the driver saw %q, want %q", got, want)
 	}
 	s := c.Stats()
-	if s.Faults[0].Injected != 2 || s.Faults[0].Latency != 2*time.Millisecond || s.Faults[1].Considered != 2 || s.Faults[1].Injected != 1 {
+	if s.Faults["latency"].Injected != 2 || s.Faults["latency"].Latency != 2*time.Millisecond || s.Faults["drop"].Considered != 2 || s.Faults["drop"].Injected != 1 {
 		t.Errorf("Stats %+v: want two calls, each delayed once, the second dropped", s)
 	}
 }

@@ -53,7 +53,7 @@ func NewConnector(cfg Config) (*Connector, error) { return newConnector(cfg, nil
 // newConnector is NewConnector with cfg.DSN as read already by ParseDSN
 // (text; nil: it is read here).
 func newConnector(cfg Config, text *dsnform.Text) (*Connector, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	faults, _ := cfg.faults()
@@ -126,15 +126,8 @@ func (c *Connector) connectFault(ctx context.Context, f *fault) error {
 	}
 }
 
-// Driver returns chaos's Driver.
-func (c *Connector) Driver() driver.Driver { return Driver{} }
-
-// Seed returns the seed of the Faults' random draws (Config.Seed, or the
-// one chosen at random).
-func (c *Connector) Seed() uint64 { return c.seed }
-
-// Name returns Config.Name.
-func (c *Connector) Name() string { return c.name }
+// Driver returns chaos's database/sql driver, the one registered as "chaos".
+func (c *Connector) Driver() driver.Driver { return chaosDriver{} }
 
 // Format prints c, for every verb of package fmt, as its type and name
 // (*chaos.Connector("orders")): not its fields, which change while it is in
@@ -157,11 +150,11 @@ func (c *Connector) set(name string, on bool) error {
 	return fmt.Errorf("%w %s", ErrUnknownFault, dsnform.Quote(name))
 }
 
-// Stats returns the counters of every Fault, in Config order.
+// Stats returns the seed and the counters of every Fault.
 func (c *Connector) Stats() Stats {
-	s := Stats{Seed: c.seed, Faults: make([]FaultStats, len(c.faults))}
-	for i, f := range c.faults {
-		s.Faults[i] = FaultStats{Name: f.Name, Kind: f.Kind, On: f.on.Load(),
+	s := Stats{Seed: c.seed, Faults: make(map[string]FaultStats, len(c.faults))}
+	for _, f := range c.faults {
+		s.Faults[f.Name] = FaultStats{Name: f.Name, Kind: f.Kind, On: f.on.Load(),
 			Considered: f.calls.Load(), Injected: f.injected.Load(), Latency: time.Duration(f.latency.Load())}
 	}
 	return s

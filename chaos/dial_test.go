@@ -209,7 +209,7 @@ func TestConnectLatencyThenRealDial(t *testing.T) {
 	if _, err := c.Connect(ctxT(t)); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("err = %v, want the real dial's refusal", err)
 	}
-	if s := c.Stats(); s.Faults[0].Latency != time.Millisecond {
+	if s := c.Stats(); s.Faults["latency"].Latency != time.Millisecond {
 		t.Errorf("Stats %+v", s)
 	}
 }

@@ -8,6 +8,12 @@
 // within time windows, or when switched on at run time, and the random
 // draws are repeatable: the same seed hits the same calls.
 //
+// Tests call it, an application's and respool's (the root package's tests,
+// integration/chaos, examples/demo and examples/txretry), when they want a
+// database to fail on purpose: sql.Open("chaos", dsn), or
+// respool_driver=chaos under respool, with Lookup to reach the Connector. No
+// package of the library imports it.
+//
 //	db, err := sql.Open("chaos", "postgres://app:pw@db/app?chaos_error=40001&chaos_error_rate=0.1&chaos_seed=7")
 //	db, err := sql.Open("chaos", "app:pw@tcp(db:3306)/app?chaos_drop=after&chaos_drop_every=50")
 //	db := sql.OpenDB(connector) // connector, err := chaos.NewConnector(chaos.Config{...})

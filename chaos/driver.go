@@ -6,24 +6,24 @@ import (
 	"database/sql/driver"
 )
 
-// DriverName is the name chaos registers with database/sql.
-const DriverName = "chaos"
+// driverName is the name chaos registers with database/sql.
+const driverName = "chaos"
 
-func init() { sql.Register(DriverName, Driver{}) }
+func init() { sql.Register(driverName, chaosDriver{}) }
 
-// Driver is chaos's database/sql driver: sql.Open("chaos", dsn) wraps the
-// driver named by the DSN (see ParseDSN) with the Faults it configures.
-type Driver struct{}
+// chaosDriver is chaos's database/sql driver: sql.Open("chaos", dsn) wraps
+// the driver named by the DSN (see ParseDSN) with the Faults it configures.
+type chaosDriver struct{}
 
 var (
-	_ driver.Driver        = Driver{}
-	_ driver.DriverContext = Driver{}
+	_ driver.Driver        = chaosDriver{}
+	_ driver.DriverContext = chaosDriver{}
 )
 
 // Open makes one connection through a new Connector; database/sql calls
 // OpenConnector instead.
-func (Driver) Open(dsn string) (driver.Conn, error) {
-	c, err := Driver{}.OpenConnector(dsn)
+func (chaosDriver) Open(dsn string) (driver.Conn, error) {
+	c, err := chaosDriver{}.OpenConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (Driver) Open(dsn string) (driver.Conn, error) {
 }
 
 // OpenConnector parses dsn (ParseDSN) and returns a new Connector.
-func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
+func (chaosDriver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, text, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,36 +45,37 @@ var dsnFaults = []dsnFault{
 // The suffixes of a Fault's keys: the trigger, and KindLatency's jitter.
 var dsnSuffixes = []string{"", "_jitter", "_rate", "_every", "_during", "_on", "_off"}
 
-// DSNError reports a chaos key of a DSN that is not accepted: an unknown
+// dsnError reports a chaos key of a DSN that is not accepted: an unknown
 // key, a value that does not parse, or a key given twice. It holds the key
-// and its value only, never the DSN or its password.
-type DSNError struct {
-	Key      string // as written (percent-decoded)
-	Value    string // as read; raw when it could not be decoded
-	Accepted string // what the key accepts; empty for an unknown key
-	// Duplicate is true when Key appears more than once; Value is then its
+// and its value only, never the DSN or its password, and matches
+// ErrInvalidConfig.
+type dsnError struct {
+	key      string // as written (percent-decoded)
+	value    string // as read; raw when it could not be decoded
+	accepted string // what the key accepts; empty for an unknown key
+	// duplicate is true when key appears more than once; value is then its
 	// second value.
-	Duplicate bool
+	duplicate bool
 }
 
-func (e *DSNError) Error() string {
+func (e *dsnError) Error() string {
 	switch {
-	case e.Duplicate:
-		return fmt.Sprintf("chaos: DSN key %s is given more than once: want it at most once", dsnform.Quote(e.Key))
-	case e.Accepted == "":
+	case e.duplicate:
+		return fmt.Sprintf("chaos: DSN key %s is given more than once: want it at most once", dsnform.Quote(e.key))
+	case e.accepted == "":
 		names := make([]string, len(dsnFaults))
 		for i, f := range dsnFaults {
 			names[i] = f.name
 		}
 		return fmt.Sprintf("chaos: unknown DSN key %s; valid keys: %s, %s, %s, and chaos_FAULT, chaos_FAULT_jitter "+
 			"(latency), _rate, _every, _during, _on (not connect), _off, with FAULT one of %s",
-			dsnform.Quote(e.Key), keyDriver, keyName, keySeed, strings.Join(names, ", "))
+			dsnform.Quote(e.key), keyDriver, keyName, keySeed, strings.Join(names, ", "))
 	}
-	return fmt.Sprintf("chaos: DSN key %s has invalid value %s: want %s", dsnform.Quote(e.Key), dsnform.Quote(e.Value), e.Accepted)
+	return fmt.Sprintf("chaos: DSN key %s has invalid value %s: want %s", dsnform.Quote(e.key), dsnform.Quote(e.value), e.accepted)
 }
 
-// Is makes errors.Is(err, ErrInvalidDSN) true.
-func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
+// Is makes errors.Is(err, ErrInvalidConfig) true: a DSN is configuration.
+func (e *dsnError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // ParseDSN reads a chaos DSN: the wrapped driver's DSN with chaos's keys
 // added, as in
@@ -100,7 +100,7 @@ func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
 //
 //	chaos_driver   the wrapped driver: pgx, mysql or another registered name
 //	chaos_name     the Connector's name, for Lookup
-//	chaos_seed     an integer ≥ 0 (0: random; Connector.Seed tells it)
+//	chaos_seed     an integer ≥ 0 (0: random; Stats().Seed tells it)
 //
 // and for each FAULT of latency, connect_latency, refuse, connect_freeze,
 // connect_error, freeze, drop and error (the connect_ ones and refuse apply
@@ -128,8 +128,8 @@ func (e *DSNError) Is(target error) bool { return target == ErrInvalidDSN }
 // key, a Fault hits every call it applies to. Booleans are true, false, on,
 // off, 1 or 0.
 //
-// Every error matches errors.Is(err, ErrInvalidDSN); a bad key or value is a
-// *DSNError naming the key, its value and what is accepted. A password that
+// Every error matches errors.Is(err, ErrInvalidConfig); one about a key
+// names the key, its value and what is accepted. A password that
 // the DSN's form cannot carry as written (a URL password holding an
 // unencoded '@' or '/') is refused with an error that says to
 // percent-encode it, as respool's driver refuses it. Errors never hold the
@@ -145,25 +145,25 @@ func ParseDSN(dsn string) (*Config, error) {
 func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 	text, err := dsnform.Read(dsn, keyPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidDSN, err)
+		return nil, nil, fmt.Errorf("%w: DSN: %w", ErrInvalidConfig, err)
 	}
 	cfg := &Config{DriverName: text.Form.Driver(), DSN: text.Rest}
 	seen := map[string]bool{}
 	for _, p := range text.Params {
 		if seen[p.Key] {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Duplicate: true}
+			return nil, nil, &dsnError{key: p.Key, value: p.Value, duplicate: true}
 		}
 		seen[p.Key] = true
 		if !p.ValueOK {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: "a percent-encoded value"}
+			return nil, nil, &dsnError{key: p.Key, value: p.Value, accepted: "a percent-encoded value"}
 		}
 		if p.Key == keyDriver {
-			if p.Value == "" || p.Value == DriverName {
-				return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: `a registered database/sql driver other than "chaos"`}
+			if p.Value == "" || p.Value == driverName {
+				return nil, nil, &dsnError{key: p.Key, value: p.Value, accepted: `a registered database/sql driver other than "chaos"`}
 			}
 			if !slices.Contains(sql.Drivers(), p.Value) {
-				return nil, nil, &DSNError{Key: p.Key, Value: p.Value,
-					Accepted: "a registered database/sql driver other than \"chaos\": " + strings.Join(wrappable(), ", ")}
+				return nil, nil, &dsnError{key: p.Key, value: p.Value,
+					accepted: "a registered database/sql driver other than \"chaos\": " + strings.Join(wrappable(), ", ")}
 			}
 			cfg.DriverName = p.Value
 		}
@@ -181,23 +181,23 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		df := dsnFaults[i]
 		switch {
 		case fp.Kind == KindLatency && fp.Latency == 0 && fp.Jitter == 0:
-			return nil, nil, fmt.Errorf("%w: %s%s needs %s%s: the delay (or %s%s_jitter)", ErrInvalidDSN,
+			return nil, nil, fmt.Errorf("%w: DSN: %s%s needs %s%s: the delay (or %s%s_jitter)", ErrInvalidConfig,
 				keyPrefix, df.name, keyPrefix, df.name, keyPrefix, df.name)
 		case fp.Kind == KindError && fp.Err == nil:
-			return nil, nil, fmt.Errorf("%w: %s%s's keys need %s%s: the code to inject", ErrInvalidDSN,
+			return nil, nil, fmt.Errorf("%w: DSN: %s%s's keys need %s%s: the code to inject", ErrInvalidConfig,
 				keyPrefix, df.name, keyPrefix, df.name)
 		}
 		cfg.Faults = append(cfg.Faults, *fp)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, errors.Join(ErrInvalidDSN, err)
+	if err := cfg.validate(); err != nil {
+		return nil, nil, err
 	}
 	return cfg, text, nil
 }
 
 // set stores the key p in cfg, or in the Fault it configures.
 func (cfg *Config) set(faults []*Fault, p dsnform.Param) error {
-	bad := func(accepted string) error { return &DSNError{Key: p.Key, Value: p.Value, Accepted: accepted} }
+	bad := func(accepted string) error { return &dsnError{key: p.Key, value: p.Value, accepted: accepted} }
 	switch p.Key {
 	case keyDriver:
 		return nil // read first
@@ -217,7 +217,7 @@ func (cfg *Config) set(faults []*Fault, p dsnform.Param) error {
 	}
 	i, suffix := lookupKey(p.Key)
 	if i < 0 {
-		return &DSNError{Key: p.Key}
+		return &dsnError{key: p.Key}
 	}
 	df := dsnFaults[i]
 	if faults[i] == nil {

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"database/sql"
 	"errors"
 	"reflect"
 	"strings"
@@ -87,16 +88,25 @@ func TestParseDSNErrors(t *testing.T) {
 				dsn = tc.dsn
 			}
 			_, err := ParseDSN(dsn)
-			if !errors.Is(err, ErrInvalidDSN) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseDSN(%q) = %v, want ErrInvalidDSN saying %q", dsn, err, tc.want)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseDSN(%q) = %v, want ErrInvalidConfig saying %q", dsn, err, tc.want)
 			} else if strings.Contains(err.Error(), pw) {
 				t.Errorf("ParseDSN(%q): %q shows the password", dsn, err)
 			}
 		}
 	}
 	_, err := ParseDSN("host=h password='" + pw)
-	if !errors.Is(err, ErrInvalidDSN) || strings.Contains(err.Error(), pw) {
+	if !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), pw) {
 		t.Errorf("an unterminated quote: %v", err)
+	}
+	// sql.Open reads the DSN as ParseDSN does: a DSN is configuration.
+	const want = `chaos: DSN key "chaos_drop_rate" has invalid value "2": want a probability > 0 and ≤ 1, such as 0.25 or 25%`
+	db, err := sql.Open("chaos", "password="+pw+" chaos_drop_rate=2")
+	if err == nil {
+		_ = db.Close()
+	}
+	if !errors.Is(err, ErrInvalidConfig) || err.Error() != want {
+		t.Errorf("sql.Open: %v, want ErrInvalidConfig saying %q", err, want)
 	}
 }
 

@@ -19,11 +19,10 @@ import (
 
 var (
 	// ErrInvalidConfig is matched (errors.Is) by every error of
-	// Config.Validate and NewConnector about the Config.
+	// NewConnector about the Config, and of ParseDSN and sql.Open("chaos",
+	// dsn) about the DSN: each names the field or key, its value and what
+	// is accepted.
 	ErrInvalidConfig = errors.New("chaos: invalid Config")
-	// ErrInvalidDSN is matched by every error of ParseDSN; a bad key or
-	// value is a *DSNError.
-	ErrInvalidDSN = errors.New("chaos: invalid DSN")
 	// ErrClosed is returned by Connect after Close.
 	ErrClosed = errors.New("chaos: connector closed")
 )

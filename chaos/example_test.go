@@ -54,7 +54,7 @@ func ExampleNewConnector() {
 		var connectErr *pgconn.ConnectError
 		fmt.Println(errors.As(err, &connectErr), errors.Is(err, syscall.ECONNREFUSED), dbclass.Classify(err).Class)
 	}
-	fmt.Println("injected:", c.Stats().Injected("error"))
+	fmt.Println("injected:", c.Stats().Faults["error"].Injected)
 	// Output:
 	// true true connection
 	// true false back-pressure
@@ -82,7 +82,7 @@ func ExampleLookup() {
 	if errors.As(err, &pgErr) {
 		fmt.Println(pgErr.Code, dbclass.Classify(err).Class)
 	}
-	fmt.Println("injected:", c.Stats().Injected("connect_error"))
+	fmt.Println("injected:", c.Stats().Faults["connect_error"].Injected)
 	// Output:
 	// 57P03 back-pressure
 	// injected: 1

@@ -64,7 +64,9 @@ func (w Window) contains(d time.Duration) bool {
 	return d >= w.From && (w.To == 0 || d < w.To)
 }
 
-func (w Window) String() string {
+// text writes w as the DSN key chaos_FAULT_during does: FROM-TO, or FROM-
+// without an end.
+func (w Window) text() string {
 	if w.To == 0 {
 		return w.From.String() + "-"
 	}
@@ -109,7 +111,7 @@ func (f Fault) normalize() (Fault, error) {
 	}
 	for _, w := range f.During {
 		if w.From < 0 || w.To < 0 || w.To != 0 && w.To <= w.From {
-			return bad("window %v: want 0 ≤ From < To, or To = 0 (no end)", w)
+			return bad("window %s: want 0 ≤ From < To, or To = 0 (no end)", w.text())
 		}
 	}
 	return f, nil

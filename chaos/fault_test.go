@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ func TestEveryNthCall(t *testing.T) {
 	if n := len(fakeCalls(dsn)); n != 6 {
 		t.Errorf("the driver saw %d calls, want the 6 not failed", n)
 	}
-	if s := c.Stats(); s.Faults[0].Considered != 9 || s.Injected("error") != 3 {
+	if s := c.Stats(); s.Faults["error"].Considered != 9 || s.Faults["error"].Injected != 3 {
 		t.Errorf("Stats = %+v, want 9 considered, 3 injected", s)
 	}
 }
@@ -101,7 +102,7 @@ func TestSameSeedConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		slices.Sort(seq)
-		return c.Stats().Injected("drop"), seq
+		return c.Stats().Faults["drop"].Injected, seq
 	}
 	n1, seq1 := run()
 	n2, seq2 := run()
@@ -125,8 +126,8 @@ func TestDuringWindows(t *testing.T) {
 			t.Fatalf("at %v: err = %v, want failure %v", clk.Since(c.start), err, step.fail)
 		}
 	}
-	if s := c.Stats(); s.Faults[0].Considered != 4 {
-		t.Errorf("considered %d calls, want the 4 in the windows", s.Faults[0].Considered)
+	if s := c.Stats(); s.Faults["error"].Considered != 4 {
+		t.Errorf("considered %d calls, want the 4 in the windows", s.Faults["error"].Considered)
 	}
 }
 
@@ -152,7 +153,7 @@ func TestEnableDisable(t *testing.T) {
 	if err := c.Enable("nope"); !errors.Is(err, ErrUnknownFault) {
 		t.Errorf("Enable(nope) = %v, want ErrUnknownFault", err)
 	}
-	if s := c.Stats(); s.Faults[0].On || s.Faults[0].Considered != 1 || s.Injected("deadlock") != 1 {
+	if s := c.Stats(); s.Faults["deadlock"].On || s.Faults["deadlock"].Considered != 1 || s.Faults["deadlock"].Injected != 1 {
 		t.Errorf("Stats = %+v", s)
 	}
 }
@@ -188,7 +189,7 @@ func TestLatencyWaitsOnClock(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Stats(); s.Faults[0].Latency != delay || len(events) != 1 || events[0].Delay != delay {
+	if s := c.Stats(); s.Faults["latency"].Latency != delay || len(events) != 1 || events[0].Delay != delay {
 		t.Errorf("Stats %+v, events %v; want the delay %v", s, events, delay)
 	}
 }
@@ -216,7 +217,7 @@ func TestLatencyEndsWithContext(t *testing.T) {
 func TestPrecedence(t *testing.T) {
 	clk := clocktest.New(time.Time{})
 	var events []string
-	c, _ := newFake(t, Config{Clock: clk, OnFault: func(e Event) { events = append(events, e.String()) },
+	c, _ := newFake(t, Config{Clock: clk, OnFault: func(e Event) { events = append(events, eventText(e)) },
 		Faults: []Fault{
 			{Name: "slow", Kind: KindLatency, Latency: time.Second},
 			{Name: "serialization", Kind: KindError, Err: PgError("40001")},
@@ -238,9 +239,19 @@ func TestPrecedence(t *testing.T) {
 	if !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
-	if s := c.Stats(); s.Faults[3].Considered != 1 || s.Faults[3].Injected != 0 || !cn.IsValid() {
-		t.Errorf("the drop after the error: %+v; connection valid %v", s.Faults[3], cn.IsValid())
+	if s := c.Stats(); s.Faults["dropped"].Considered != 1 || s.Faults["dropped"].Injected != 0 || !cn.IsValid() {
+		t.Errorf("the drop after the error: %+v; connection valid %v", s.Faults["dropped"], cn.IsValid())
 	}
+}
+
+// eventText is e as the test reads it: FAULT OP #N, and +DELAY for a
+// latency.
+func eventText(e Event) string {
+	s := fmt.Sprintf("%s %s #%d", e.Fault, e.Op, e.N)
+	if e.Kind == KindLatency {
+		s += " +" + e.Delay.String()
+	}
+	return s
 }
 
 func TestConfigValidate(t *testing.T) {

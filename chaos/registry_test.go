@@ -24,7 +24,7 @@ func TestLookup(t *testing.T) {
 // TestLookupFromDSN: the Connector database/sql makes from a DSN is found
 // by its chaos_name, and switched at run time.
 func TestLookupFromDSN(t *testing.T) {
-	db, err := sql.Open(DriverName, "fake:x?chaos_driver="+fakeName+"&chaos_name=TestLookupFromDSN&chaos_error=pg:40001&chaos_error_off=true")
+	db, err := sql.Open(driverName, "fake:x?chaos_driver="+fakeName+"&chaos_name=TestLookupFromDSN&chaos_error=pg:40001&chaos_error_off=true")
 	if err != nil {
 		t.Fatal(err)
 	}

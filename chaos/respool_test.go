@@ -40,7 +40,7 @@ func TestUnderRespool(t *testing.T) {
 		}
 	}
 	s := chaos.Lookup("TestUnderRespool").Stats()
-	if deadlocks != int(s.Injected("error")) || deadlocks == 0 || s.Injected("drop") == 0 {
+	if deadlocks != int(s.Faults["error"].Injected) || deadlocks == 0 || s.Faults["drop"].Injected == 0 {
 		t.Errorf("%d deadlocks seen; Stats %+v", deadlocks, s)
 	}
 	// database/sql retried the drops (driver.ErrBadConn) on other

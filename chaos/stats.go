@@ -4,10 +4,11 @@ import "time"
 
 // Stats are a Connector's counters.
 type Stats struct {
-	// Seed is the seed of the Faults' random draws.
+	// Seed is the seed of the Faults' random draws: Config.Seed, or the
+	// one chosen at random when it was 0.
 	Seed uint64
-	// Faults has one entry per Fault, in Config order.
-	Faults []FaultStats
+	// Faults has the counters of each Fault by its Name: Faults["error"].Injected.
+	Faults map[string]FaultStats
 }
 
 // FaultStats are one Fault's counters.
@@ -25,14 +26,4 @@ type FaultStats struct {
 	// Latency is, for KindLatency, the sum of the delays it added; a call
 	// whose context ended sooner waited less.
 	Latency time.Duration
-}
-
-// Injected returns the named Fault's count of calls hit, or 0.
-func (s Stats) Injected(name string) int64 {
-	for _, f := range s.Faults {
-		if f.Name == name {
-			return f.Injected
-		}
-	}
-	return 0
 }

@@ -4,6 +4,7 @@
 // together in a test.
 //
 // Every Config with a Clock field (pool, the resilience mechanisms, dbguard,
-// chaos, health, httpguard) takes one; a nil Clock means System().
-// Applications set it only in tests, with clock/clocktest.
+// chaos, health, httpguard) takes one; a nil Clock means System(). Those
+// packages call it for every time they read and timer they set;
+// applications set a Clock only in tests, with clock/clocktest.
 package clock

@@ -1,11 +1,13 @@
 package health
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+
+	"github.com/respool/respool/internal/resil"
 )
 
 // Checker holds sources by name and reports their health. It is safe for
@@ -27,13 +29,14 @@ func New(cfg Config) (*Checker, error) {
 }
 
 // Add adds s under name, replacing the source of that name if there is
-// one. The name must not be empty and s.Stats must be set.
+// one. The name must not be empty and s.Stats must be set: without it, Add
+// returns a *resilience.ConfigError on Field "Source.Stats".
 func (c *Checker) Add(name string, s Source) error {
 	if name == "" {
 		return errors.New("health: Add: empty name")
 	}
-	if s.Stats == nil {
-		return ErrNoStats
+	if err := resil.Check(s.Stats != nil, "health", "Source.Stats", nil, "a func returning the pool's Stats"); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	c.sources[name] = s
@@ -48,32 +51,24 @@ func (c *Checker) Remove(name string) {
 	c.mu.Unlock()
 }
 
-// Named is a source and its name.
-type Named struct {
-	Name   string
-	Source Source
+// Sources returns a copy of the sources by name: for exporting them
+// elsewhere (the metrics/prometheus module's Collector reads them).
+func (c *Checker) Sources() map[string]Source {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return maps.Clone(c.sources)
 }
 
-// Sources returns the sources, sorted by name: for exporting them
-// elsewhere (the metrics/prometheus module's Collector reads them).
-func (c *Checker) Sources() []Named {
-	c.mu.RLock()
-	ns := make([]Named, 0, len(c.sources))
-	for n, s := range c.sources {
-		ns = append(ns, Named{n, s})
-	}
-	c.mu.RUnlock()
-	slices.SortFunc(ns, func(a, b Named) int { return cmp.Compare(a.Name, b.Name) })
-	return ns
+// sorted returns a copy of the sources and their names, sorted.
+func (c *Checker) sorted() ([]string, map[string]Source) {
+	srcs := c.Sources()
+	return slices.Sorted(maps.Keys(srcs)), srcs
 }
 
 // Format prints c, for every verb of package fmt, as its type and the
 // names of its sources (*health.Checker["orders" "users"]): not its fields,
 // which change while it is in use.
 func (c *Checker) Format(f fmt.State, _ rune) {
-	var names []string
-	for _, n := range c.Sources() {
-		names = append(names, n.Name)
-	}
+	names, _ := c.sorted()
 	_, _ = fmt.Fprintf(f, "%T%q", c, names)
 }

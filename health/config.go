@@ -4,39 +4,42 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/internal/resil"
 )
 
-// Defaults of the zero Config.
+// Defaults of the zero Config, written on its fields.
 const (
-	DefaultProbeTimeout = time.Second
-	DefaultLivePath     = "/livez"
-	DefaultReadyPath    = "/readyz"
-	DefaultReportPath   = "/health"
+	defaultProbeTimeout = time.Second
+	defaultLivePath     = "/livez"
+	defaultReadyPath    = "/readyz"
+	defaultReportPath   = "/health"
 )
 
-// DefaultQuantiles are the acquire-wait quantiles of a report.
-var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
+// defaultQuantiles are the acquire-wait quantiles of a report whose Config
+// has none. Never modified.
+var defaultQuantiles = []float64{0.5, 0.9, 0.99}
 
 // Config configures a Checker. Every zero value means the default written
 // beside it; New validates it.
 type Config struct {
 	// ProbeTimeout bounds each source's Probe in a readiness check: a
 	// source that cannot hand out an object within it is not ready.
-	// Zero means DefaultProbeTimeout (1s).
+	// Zero means 1s.
 	ProbeTimeout time.Duration
 	// Quantiles are the acquire-wait quantiles reported, each in (0, 1].
-	// Nil means DefaultQuantiles (0.5, 0.9, 0.99).
+	// Nil means 0.5, 0.9 and 0.99.
 	Quantiles []float64
 	// Redact, when set, is applied to every error text after the package's
-	// own Redact: for secrets of your own.
+	// own redaction (the passwords of DSNs and of password=... values):
+	// for secrets of your own.
 	Redact func(string) string
-	// Now is the time of reports. Nil means time.Now.
-	Now func() time.Time
+	// Clock gives the time of reports. Nil means clock.System(); tests set
+	// a clocktest.Clock.
+	Clock clock.Clock
 	// LivePath, ReadyPath and ReportPath are the Handler's paths; each must
-	// begin with '/' and differ from the others. Empty means
-	// DefaultLivePath (/livez), DefaultReadyPath (/readyz) and
-	// DefaultReportPath (/health).
+	// begin with '/' and differ from the others. Empty means /livez,
+	// /readyz and /health.
 	LivePath, ReadyPath, ReportPath string
 }
 
@@ -51,19 +54,17 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.ProbeTimeout == 0 {
-		c.ProbeTimeout = DefaultProbeTimeout
+		c.ProbeTimeout = defaultProbeTimeout
 	}
 	if c.Quantiles == nil {
-		c.Quantiles = DefaultQuantiles
+		c.Quantiles = defaultQuantiles
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = resil.ClockOr(c.Clock)
 	paths := []struct {
 		field string
 		p     *string
 		def   string
-	}{{"LivePath", &c.LivePath, DefaultLivePath}, {"ReadyPath", &c.ReadyPath, DefaultReadyPath}, {"ReportPath", &c.ReportPath, DefaultReportPath}}
+	}{{"LivePath", &c.LivePath, defaultLivePath}, {"ReadyPath", &c.ReadyPath, defaultReadyPath}, {"ReportPath", &c.ReportPath, defaultReportPath}}
 	seen := map[string]string{}
 	for _, f := range paths {
 		if *f.p == "" {

@@ -211,7 +211,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 		t.Fatal("Take with the server down succeeded")
 	}
 
-	c := newChecker(t, health.Config{Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	c := newChecker(t, health.Config{Clock: clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))})
 	_ = c.Add("orders", health.FromPool(p))
 	rep := c.Report()
 	if len(rep.Pools) != 1 {
@@ -287,26 +287,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 	c := newChecker(t, health.Config{})
-	if err := c.Add("x", health.Source{}); !errors.Is(err, health.ErrNoStats) {
-		t.Errorf("Add without Stats = %v", err)
-	}
-}
-
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://app:s3cret@db:5432/x":              "postgres://app:xxxxx@db:5432/x",
-		"postgres://app:p@ss@db/x fails":               "postgres://app:xxxxx@db/x fails",
-		"host=db password='a b' user=app":              "host=db password=xxxxx user=app",
-		"user=app PASSWORD=hunter2 sslpassword=x2":     "user=app PASSWORD=xxxxx sslpassword=xxxxx",
-		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":              "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
-		"no secret here: connection refused (db:5432)": "no secret here: connection refused (db:5432)",
-		// A mysql DSN without a scheme, and SQLite's _auth_pass (issue 15).
-		"open app:s3cret@tcp(db:3306)/app: refused": "open app:xxxxx@tcp(db:3306)/app: refused",
-		"file:x.db?_auth_pass=s3cret&mode=ro":       "file:x.db?_auth_pass=xxxxx&mode=ro",
-	} {
-		if got := health.Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
+	err := c.Add("x", health.Source{})
+	if ce := (*resilience.ConfigError)(nil); !errors.As(err, &ce) || ce.Mechanism != "health" || ce.Field != "Source.Stats" {
+		t.Errorf("Add without Stats = %v, want a ConfigError on Source.Stats", err)
 	}
 }
 

@@ -32,11 +32,11 @@ type PoolReadiness struct {
 // Config.ProbeTimeout (and ctx). A probe that fails makes only its own
 // source not ready.
 func (c *Checker) Ready(ctx context.Context) Readiness {
-	ns := c.Sources()
-	r := Readiness{Ready: true, Pools: make([]PoolReadiness, len(ns))}
+	names, srcs := c.sorted()
+	r := Readiness{Ready: true, Pools: make([]PoolReadiness, len(names))}
 	var wg sync.WaitGroup
-	for i, n := range ns {
-		wg.Go(func() { r.Pools[i] = c.readiness(ctx, n.Name, n.Source) })
+	for i, name := range names {
+		wg.Go(func() { r.Pools[i] = c.readiness(ctx, name, srcs[name]) })
 	}
 	wg.Wait()
 	for _, p := range r.Pools {

@@ -3,6 +3,7 @@ package health
 import (
 	"time"
 
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -67,9 +68,10 @@ type PauseState struct {
 // Report returns the health of every source, sorted by name. It reads
 // statistics only: it neither waits nor probes.
 func (c *Checker) Report() Report {
-	r := Report{Time: c.cfg.Now()}
-	for _, n := range c.Sources() {
-		r.Pools = append(r.Pools, c.poolReport(n.Name, n.Source))
+	r := Report{Time: c.cfg.Clock.Now()}
+	names, srcs := c.sorted()
+	for _, name := range names {
+		r.Pools = append(r.Pools, c.poolReport(name, srcs[name]))
 	}
 	return r
 }
@@ -115,9 +117,10 @@ func (c *Checker) poolReport(name string, src Source) PoolReport {
 	return r
 }
 
-// redact applies Redact, then Config.Redact.
+// redact removes the passwords s may quote, as respool's driver and chaos
+// define a secret (dsnform.RedactText), then applies Config.Redact.
 func (c *Checker) redact(s string) string {
-	s = Redact(s)
+	s = dsnform.RedactText(s)
 	if c.cfg.Redact != nil {
 		s = c.cfg.Redact(s)
 	}

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"errors"
 
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
@@ -28,9 +27,6 @@ type Source struct {
 	Pause   *pause.Pause
 	Limiter *ratelimit.Limiter
 }
-
-// ErrNoStats is returned by Checker.Add for a Source without Stats.
-var ErrNoStats = errors.New("health: Source.Stats is nil")
 
 // FromPool returns the Source of p: its Stats, Closed, and a Probe that
 // takes an object (the pool's checks and hooks run, as for any caller) and

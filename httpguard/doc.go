@@ -1,6 +1,11 @@
 // Package httpguard carries respool's overload answers across HTTP, both
 // ways.
 //
+// HTTP services call it: a server in front of its pools (as
+// examples/httpservice) answers their refusals through a Server, and a
+// client of such a server sets a Transport as its http.Client's transport.
+// No package of the library imports it.
+//
 // Server side, a Server turns the errors by which a pool or a resilience
 // mechanism refuses work into the answers clients and load balancers act
 // on, instead of a 500: 503 Service Unavailable with Retry-After when the

@@ -14,15 +14,16 @@ import (
 	"github.com/respool/respool/resilience/ratelimit"
 )
 
-// DefaultRetryAfter is the Retry-After of a refusal that carries no retry
-// time of its own (a full queue, an overloaded pool).
-const DefaultRetryAfter = time.Second
+// defaultRetryAfter is the Retry-After of a refusal that carries no retry
+// time of its own (a full queue, an overloaded pool) when
+// ServerConfig.DefaultRetryAfter is zero.
+const defaultRetryAfter = time.Second
 
 // ServerConfig configures a Server. Every zero value means the default
 // written beside it.
 type ServerConfig struct {
 	// DefaultRetryAfter is the Retry-After of a refusal without a retry
-	// time of its own. Zero means DefaultRetryAfter (1s).
+	// time of its own. Zero means 1s.
 	DefaultRetryAfter time.Duration
 	// Clock is the time against which a refusal's retry time becomes a
 	// number of seconds. Nil means clock.System().
@@ -45,53 +46,54 @@ func NewServer(c ServerConfig) (*Server, error) {
 		return nil, resil.Check(false, "httpguard", "DefaultRetryAfter", c.DefaultRetryAfter, "a duration >= 0 (0: 1s)")
 	}
 	if c.DefaultRetryAfter == 0 {
-		c.DefaultRetryAfter = DefaultRetryAfter
+		c.DefaultRetryAfter = defaultRetryAfter
 	}
 	c.Clock = resil.ClockOr(c.Clock)
 	return &Server{c: c}, nil
 }
 
-// Refusal is how a Server answers an error: Status (503 or 429) and the
+// refusal is how a Server answers an error: status (503 or 429) and the
 // wait it announces in Retry-After.
-type Refusal struct {
-	Status     int
-	RetryAfter time.Duration
+type refusal struct {
+	status     int
+	retryAfter time.Duration
 }
 
-// Classify returns the answer to err, and false for an error that is not a
-// refusal (it then deserves OnError's answer). Rate limiters' rejections
-// (ratelimit.ErrLimited, ratelimit.ErrQueueFull) are 429; the pool's
-// refusals (ErrQueueFull, ErrOverloaded, ErrAcquireTimeout, a *CreateError,
-// a *WaitError) and any other resilience rejection (an open breaker, a
-// pause, a full bulkhead) are 503. Retry-After is the time the error
-// carries (resilience.RetryAfter), rounded up to a second, or
-// DefaultRetryAfter.
-func (s *Server) Classify(err error) (Refusal, bool) {
+// classify returns the answer to err, and false for an error that is not a
+// refusal (it then deserves OnError's answer): see WriteError.
+func (s *Server) classify(err error) (refusal, bool) {
 	var status int
 	var ce *pool.CreateError
 	var we *pool.WaitError
 	switch {
 	case err == nil:
-		return Refusal{}, false
+		return refusal{}, false
 	case errors.Is(err, ratelimit.ErrLimited), errors.Is(err, ratelimit.ErrQueueFull):
 		status = http.StatusTooManyRequests
 	case errors.Is(err, pool.ErrQueueFull), errors.Is(err, pool.ErrOverloaded), errors.Is(err, pool.ErrAcquireTimeout),
 		errors.As(err, &ce), errors.As(err, &we), errors.Is(err, resilience.ErrRejected):
 		status = http.StatusServiceUnavailable
 	default:
-		return Refusal{}, false
+		return refusal{}, false
 	}
 	d := s.c.DefaultRetryAfter
 	if at, ok := resilience.RetryAfter(err); ok {
 		d = max(at.Sub(s.c.Clock.Now()), 0)
 	}
-	return Refusal{Status: status, RetryAfter: d}, true
+	return refusal{status: status, retryAfter: d}, true
 }
 
-// WriteError answers err: a refusal (see Classify) with its status and
-// Retry-After, anything else through OnError.
+// WriteError answers err. A refusal gets its status and Retry-After: rate
+// limiters' rejections (ratelimit.ErrLimited, ratelimit.ErrQueueFull) are
+// 429 Too Many Requests; the pool's refusals (ErrQueueFull, ErrOverloaded,
+// ErrAcquireTimeout, a *CreateError, a *WaitError) and any other
+// resilience rejection (an open breaker, a pause, a full bulkhead) are 503
+// Service Unavailable. Retry-After is the time the error carries
+// (resilience.RetryAfter) from now, or ServerConfig.DefaultRetryAfter,
+// rounded up to whole seconds, at least 1. Any other error goes to
+// OnError; the response never carries the error's text.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	rf, ok := s.Classify(err)
+	rf, ok := s.classify(err)
 	if !ok {
 		if s.c.OnError != nil {
 			s.c.OnError(w, r, err)
@@ -100,8 +102,8 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Retry-After", retryAfterSeconds(rf.RetryAfter))
-	http.Error(w, http.StatusText(rf.Status), rf.Status)
+	w.Header().Set("Retry-After", retryAfterSeconds(rf.retryAfter))
+	http.Error(w, http.StatusText(rf.status), rf.status)
 }
 
 // retryAfterSeconds formats d as Retry-After's delay-seconds, rounded up

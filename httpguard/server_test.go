@@ -87,38 +87,36 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
+// TestWriteErrorAnswersRefusals: a pool's refusal gets 503, a rate
+// limiter's 429, each with a Retry-After in whole seconds, rounded up: the
+// time the error carries from now, or the default of 1s. Any other error is
+// a plain 500.
+func TestWriteErrorAnswersRefusals(t *testing.T) {
 	clock := clocktest.New(time.Time{})
 	s := newServer(t, httpguard.ServerConfig{Clock: clock})
 	now := clock.Now()
 	for _, tc := range []struct {
-		name   string
-		err    error
-		status int
-		after  time.Duration
+		name       string
+		err        error
+		status     int
+		retryAfter string
 	}{
-		{"queue full", fmt.Errorf("take: %w", pool.ErrQueueFull), 503, time.Second},
-		{"overloaded", &pool.OverloadError{}, 503, time.Second},
-		{"failed fast", &pool.CreateError{Err: errors.New("refused"), FailedFast: true, RetryAt: now.Add(2500 * time.Millisecond)}, 503, 2500 * time.Millisecond},
-		{"acquire timeout", fmt.Errorf("take: %w", pool.ErrAcquireTimeout), 503, time.Second},
+		{"queue full", fmt.Errorf("take: %w", pool.ErrQueueFull), 503, "1"},
+		{"overloaded", &pool.OverloadError{}, 503, "1"},
+		{"rate limited", ratelimit.ErrLimited, 429, "1"},
+		{"failed fast", &pool.CreateError{Err: errors.New("refused"), FailedFast: true, RetryAt: now.Add(2500 * time.Millisecond)}, 503, "3"},
+		{"acquire timeout", fmt.Errorf("take: %w", pool.ErrAcquireTimeout), 503, "1"},
 	} {
-		rf, ok := s.Classify(tc.err)
-		if !ok || rf.Status != tc.status || rf.RetryAfter != tc.after {
-			t.Errorf("%s: %+v %v, want %d after %v", tc.name, rf, ok, tc.status, tc.after)
+		rec := httptest.NewRecorder()
+		s.WriteError(rec, httptest.NewRequest("GET", "/", nil), tc.err)
+		if ra := rec.Header().Get("Retry-After"); rec.Code != tc.status || ra != tc.retryAfter {
+			t.Errorf("%s: %d Retry-After %q, want %d and %s", tc.name, rec.Code, ra, tc.status, tc.retryAfter)
 		}
 	}
-	if _, ok := s.Classify(errors.New("syntax error")); ok {
-		t.Error("an application error classified as a refusal")
-	}
 	rec := httptest.NewRecorder()
-	s.WriteError(rec, httptest.NewRequest("GET", "/", nil), &pool.CreateError{Err: errors.New("x"), RetryAt: now.Add(2500 * time.Millisecond)})
-	if rec.Code != 503 || rec.Header().Get("Retry-After") != "3" {
-		t.Errorf("WriteError: %d Retry-After %q, want 503 and 3 (rounded up)", rec.Code, rec.Header().Get("Retry-After"))
-	}
-	rec = httptest.NewRecorder()
 	s.WriteError(rec, httptest.NewRequest("GET", "/", nil), errors.New("password=hunter2 rejected"))
-	if rec.Code != 500 || strings.Contains(rec.Body.String(), "hunter2") {
-		t.Errorf("other error: %d %q, want a plain 500", rec.Code, rec.Body.String())
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "hunter2") || rec.Header().Get("Retry-After") != "" {
+		t.Errorf("other error: %d %q, Retry-After %q, want a plain 500 without one", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }
 

@@ -4,7 +4,8 @@
 //
 // Tests, respool's and yours, use it to drive a pool, a mechanism and a
 // guard together on one virtual clock: give the same *Clock to each one's
-// Config.Clock.
+// Config.Clock. respool's own tests in pool, resilience, dbguard, chaos,
+// health, httpguard and metrics/prometheus call it; no library code does.
 //
 //	clk := clocktest.New(time.Time{})
 //	go func() { done <- r.Do(ctx, op) }()   // retries wait on clk

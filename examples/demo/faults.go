@@ -292,21 +292,21 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 	cs := cc.Stats()
 	s := c.Stats()
 	dm.d.printf("  chaos injected: %d serialization failures, %d lost connections, %d refused connection attempts, %v of latency",
-		cs.Injected("error"), cs.Injected("drop"), cs.Injected("refuse"), latency(cs).Round(time.Millisecond))
+		cs.Faults["error"].Injected, cs.Faults["drop"].Injected, cs.Faults["refuse"].Injected, latency(cs).Round(time.Millisecond))
 	dm.d.printf("  pool: %d connections made, %d creations failed, %d takes failed fast while creations were held back; destroyed: %v",
 		s.Creates, s.CreateFailures, s.FailedFast, s.Destroys)
 	note := ""
 	if err := tally.firstOther.get(); err != nil {
 		note = fmt.Sprintf("; %d attempts failed otherwise (first: %v)", tally.others.Load(), err)
 	}
-	dm.expect(cs.Injected("error") > 0 && tally.retriedOK.Load() > 0,
+	dm.expect(cs.Faults["error"].Injected > 0 && tally.retriedOK.Load() > 0,
 		"serialization failures retried",
 		"%d conflicts met; %d transactions committed after a retry (respool.TxRunner)%s",
 		tally.conflicts.Load(), tally.retriedOK.Load(), note)
-	dm.expect(cs.Injected("drop") > 0 && s.Creates > uint64(dm.opts.MaxConns),
+	dm.expect(cs.Faults["drop"].Injected > 0 && s.Creates > uint64(dm.opts.MaxConns),
 		"lost connections replaced",
 		"%d connections lost under a statement, closed by the pool and replaced (%d made in all)",
-		cs.Injected("drop"), s.Creates)
+		cs.Faults["drop"].Injected, s.Creates)
 	dm.outageChecks(cs, s, tally)
 	fp := dm.opts.Faults
 	lasted := time.Duration(o.endedAt.Load()) - fp.OutageFrom
@@ -338,11 +338,11 @@ func (dm *demo) faultChecks(ctx context.Context, c *respool.Connector, cc *chaos
 func (dm *demo) outageChecks(cs chaos.Stats, s pool.Stats, tally *faultTally) {
 	fp := dm.opts.Faults
 	fast := s.FailedFast + uint64(tally.rejected.Load())
-	dm.expect(cs.Injected("refuse") > 0 && fast > 0,
+	dm.expect(cs.Faults["refuse"].Injected > 0 && fast > 0,
 		"outage: callers failed fast",
 		"%d connection attempts refused; %d takes failed at once instead of waiting; %d transactions failed "+
 			"(the slowest in %v of its %v, %d at their deadline after their retries)",
-		cs.Injected("refuse"), fast, tally.failed.Load(), time.Duration(tally.slowestFail.Load()).Round(time.Millisecond),
+		cs.Faults["refuse"].Injected, fast, tally.failed.Load(), time.Duration(tally.slowestFail.Load()).Round(time.Millisecond),
 		fp.TxTimeout, tally.deadlines.Load())
 	dm.expect(tally.afterOutage.Load() > 0 && s.Total > 0,
 		"outage: pool recovered",

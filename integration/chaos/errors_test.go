@@ -113,7 +113,7 @@ func TestTerminatedAsReal(t *testing.T) {
 	if !errors.Is(realNext, driver.ErrBadConn) || !errors.Is(injectedNext, driver.ErrBadConn) {
 		t.Errorf("after 57P01: real %v, injected %v; want driver.ErrBadConn", realNext, injectedNext)
 	}
-	if n := c.Stats().Injected("error"); n != 1 {
+	if n := c.Stats().Faults["error"].Injected; n != 1 {
 		t.Errorf("%d injected", n)
 	}
 }

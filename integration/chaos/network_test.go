@@ -77,7 +77,7 @@ func TestDropAfterAsReal(t *testing.T) {
 		if n := counter(); n != 1 {
 			t.Errorf("the counter is %d: want 1, the dropped statement ran", n)
 		}
-		if n := c.Stats().Injected("drop"); n != 1 {
+		if n := c.Stats().Faults["drop"].Injected; n != 1 {
 			t.Errorf("%d drops", n)
 		}
 	})
@@ -147,10 +147,10 @@ func TestLatencyMeasured(t *testing.T) {
 		servers.MustExec(t, ctx, conn, "SELECT 1")
 	}
 	s := c.Stats()
-	if f := s.Faults[0]; f.Injected != 10 || f.Latency < 50*time.Millisecond || f.Latency >= 100*time.Millisecond {
+	if f := s.Faults["latency"]; f.Injected != 10 || f.Latency < 50*time.Millisecond || f.Latency >= 100*time.Millisecond {
 		t.Errorf("statements: %+v; want 10 delays of [5ms, 10ms)", f)
 	}
-	if f := s.Faults[1]; f.Injected != 1 || f.Latency != 20*time.Millisecond {
+	if f := s.Faults["connect"]; f.Injected != 1 || f.Latency != 20*time.Millisecond {
 		t.Errorf("connect: %+v; want one delay of 20ms", f)
 	}
 }

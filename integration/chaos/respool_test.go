@@ -26,7 +26,7 @@ func TestSeedRepeatsOnRealServer(t *testing.T) {
 			db, c := chaosDBConfig(t, chaos.Config{DriverName: s.DriverName(), DSN: s.DSN(), Seed: seed,
 				Faults: []chaos.Fault{{Kind: chaos.KindError, Err: chaos.PgError("40001"), Rate: 0.3}}})
 			failed := failedCalls(t, ctx, db, 60)
-			if n := c.Stats().Injected("error"); n != int64(len(failed)) {
+			if n := c.Stats().Faults["error"].Injected; n != int64(len(failed)) {
 				t.Errorf("%d calls failed, %d faults injected", len(failed), n)
 			}
 			return failed
@@ -74,7 +74,7 @@ func TestRespoolOverChaos(t *testing.T) {
 			}
 		}
 		c := chaos.Lookup(name)
-		if n := c.Stats().Injected("drop"); lost != 3 || n != 3 {
+		if n := c.Stats().Faults["drop"].Injected; lost != 3 || n != 3 {
 			t.Errorf("%d lost connections reported, %d injected; want 3", lost, n)
 		}
 		if n := counter(); n != 9 {

@@ -174,6 +174,12 @@ func TestRedactText(t *testing.T) {
 		"mysql://u:pw@tcp(h)/d?pwd=1&x=2":                "mysql://u:xxxxx@tcp(h)/d?pwd=xxxxx&x=2",
 		"dial tcp 127.0.0.1:3306: connect: refused":      "dial tcp 127.0.0.1:3306: connect: refused",
 		"Access denied for user 'app'@'localhost' (YES)": "Access denied for user 'app'@'localhost' (YES)",
+		// The cases of health.Redact, which this replaced (issue 15).
+		"postgres://app:s3cret@db:5432/x":              "postgres://app:xxxxx@db:5432/x",
+		"postgres://app:p@ss@db/x fails":               "postgres://app:xxxxx@db/x fails",
+		"host=db password='a b' user=app":              "host=db password=xxxxx user=app",
+		"user=app PASSWORD=hunter2 sslpassword=x2":     "user=app PASSWORD=xxxxx sslpassword=xxxxx",
+		"no secret here: connection refused (db:5432)": "no secret here: connection refused (db:5432)",
 	} {
 		if got := RedactText(in); got != want {
 			t.Errorf("RedactText(%q)\n got %q\nwant %q", in, got, want)

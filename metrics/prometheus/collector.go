@@ -76,8 +76,8 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 
 // Collect reads every source and sends its metrics.
 func (c *Collector) Collect(ch chan<- prom.Metric) {
-	for _, n := range c.checker.Sources() {
-		collectSource(ch, n.Name, n.Source)
+	for name, src := range c.checker.Sources() {
+		collectSource(ch, name, src)
 	}
 }
 

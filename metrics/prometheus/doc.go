@@ -4,6 +4,10 @@
 // limiter guarding them, at every scrape. It is a module of its own, so that respool's core does
 // not require the Prometheus client.
 //
+// A service's main calls it, to register a Collector for the
+// health.Checker it serves (as examples/observability does); no package of
+// respool imports it.
+//
 // Every metric has the label pool, the name a source was added to the
 // Checker under.
 // Counters end in _total, durations are in seconds:
