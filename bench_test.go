@@ -7,7 +7,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -68,7 +67,7 @@ func BenchmarkQueryOverhead(b *testing.B) {
 			return db
 		}},
 		{"respool-stack", func(b *testing.B) *sql.DB {
-			db, _ := openDB(b, Config{Connector: memConnector{}, Pool: pool.Config{MaxObjects: 4, Leak: leak.Config{CaptureStack: true}}})
+			db, _ := openDB(b, Config{Connector: memConnector{}, Pool: pool.Config{MaxObjects: 4, LeakCaptureStack: true}})
 			return db
 		}},
 	} {

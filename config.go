@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/respool/respool/internal/dsnform"
-
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 )
 
@@ -35,7 +34,7 @@ type Config struct {
 	// in a DSN).
 	Connector driver.Connector
 	// Pool configures the pool (and its leak tracking), as pool.Config
-	// documents, but for Pool.Leak.HoldThreshold: on this path zero means
+	// documents, but for Pool.HoldThreshold: on this path zero means
 	// 5m, so that a leaked *sql.Tx or *sql.Conn is reported (longer than a
 	// request or a query holds a connection; a job that holds one on
 	// purpose for longer, a long transaction or a LISTEN loop on a
@@ -80,7 +79,7 @@ type Config struct {
 	// beginning and ending, a leak), each once, not a line per attempt.
 	LogLevel slog.Leveler
 
-	// The hooks below are respool's factory.Hooks for database/sql, in the
+	// The hooks below are respool's pool.Factory hooks for database/sql, in the
 	// manner of pgxpool's. Each gets the real driver's connection (for pgx a
 	// *stdlib.Conn, whose Conn method gives the *pgx.Conn), and is bounded by
 	// a timeout of the pool; AfterConnect and BeforeAcquire get a context
@@ -169,12 +168,12 @@ type Config struct {
 // unterminated quote), or whose password its form cannot carry as written
 // (a URL password holding an unencoded '@' or '/': the error says to
 // percent-encode it, and shows none of it); a negative CloseTimeout; an
-// empty InitSQL statement; or a pool configuration that
-// pool.Config.Validate refuses. Resilience is checked by NewConnector, once
-// (dbguard.New).
+// empty InitSQL statement. The pool and Resilience configurations are
+// checked by NewConnector, once (pool.New, dbguard.New): their errors match
+// ErrInvalidConfig too, and errors.As finds the *resilience.ConfigError
+// naming the field.
 //
-// Every error matches errors.Is(err, ErrInvalidConfig). For the pool
-// configuration, errors.As finds the *pool.ConfigError naming the field.
+// Every error matches errors.Is(err, ErrInvalidConfig).
 // Registration of DriverName is not checked here: the driver may be
 // registered later, before the first connection.
 func (c *Config) Validate() error {
@@ -220,15 +219,12 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 			return nil, fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
 		}
 	}
-	if err := c.poolConfig().Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	return text, nil
 }
 
 // poolConfig returns the configuration NewConnector gives the pool: Pool
 // with the database/sql path's defaults, an empty Name as "respool(DRIVER)",
-// Leak.HoldThreshold and BackPressure as Config.Pool documents them.
+// HoldThreshold and BackPressure as Config.Pool documents them.
 func (c *Config) poolConfig() pool.Config {
 	pc := c.Pool
 	if pc.Name == "" {
@@ -241,10 +237,10 @@ func (c *Config) poolConfig() pool.Config {
 		pc.Logger = leveled(cmp.Or(pc.Logger, slog.Default()), c.LogLevel)
 	}
 	switch {
-	case pc.Leak.HoldThreshold == 0:
-		pc.Leak.HoldThreshold = defaultHoldThreshold
-	case pc.Leak.HoldThreshold < 0:
-		pc.Leak.HoldThreshold = 0 // the pool's "no report"
+	case pc.HoldThreshold == 0:
+		pc.HoldThreshold = defaultHoldThreshold
+	case pc.HoldThreshold < 0:
+		pc.HoldThreshold = 0 // the pool's "no report"
 	}
 	return pc
 }

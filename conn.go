@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -158,24 +157,24 @@ func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
 // detached shell. If rows still hold the Handle (not done through
 // database/sql), they give it back as they close.
 func (c *conn) release() error {
-	p, h, broken := c.c.pool, c.h, c.broken
+	h, broken := c.h, c.broken
 	c.pc.shell.Store(nil)
 	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
 	c.lent.Store(false)
 	switch {
-	case !h.Valid(): // lent to rows
+	case h == (pool.Handle[driver.Conn]{}): // lent to rows
 		return nil
 	case broken:
-		return p.Discard(h)
+		return h.Discard()
 	}
-	return p.GiveBack(h)
+	return h.GiveBack()
 }
 
 // lend moves the Handle into rows the conn's connection has just returned
 // (see rows).
 func (c *conn) lend(inner driver.Rows) driver.Rows {
 	r := &rows{c: c, pc: c.pc, inner: inner}
-	if c.h.Valid() {
+	if c.h != (pool.Handle[driver.Conn]{}) {
 		c.lent.Store(true)
 		r.h, c.h = c.h, pool.Handle[driver.Conn]{}
 	}
@@ -374,7 +373,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.c.testTimeout)
 	defer cancel()
-	if err := factory.ResetSession(ctx, c.inner); err != nil {
+	if err := resetSession(ctx, c.inner); err != nil {
 		c.broken = true
 		return driver.ErrBadConn
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -32,11 +31,11 @@ func openFaultDB(t *testing.T, m *mockDB, legacy bool, pc pool.Config) (*sql.DB,
 // dropped of them as broken and keeps total, all idle (see waitStats), and
 // fails the test if it does not get there. A connection is dropped when a
 // conn discards it (it failed with driver.ErrBadConn) or when the check of
-// a connection taken from idle refuses it (DestroyRejected).
+// a connection taken from idle refuses it (Destroys.Rejected).
 func checkPool(t *testing.T, c *Connector, creates, dropped uint64, total int) {
 	t.Helper()
 	droppedOf := func(s pool.Stats) uint64 {
-		return s.Destroyed(pool.DestroyDiscarded) + s.Destroyed(pool.DestroyRejected)
+		return s.Destroys.Discarded + s.Destroys.Rejected
 	}
 	s := waitStats(t, c, func(s pool.Stats) bool {
 		return s.Creates == creates && droppedOf(s) == dropped && s.Total == total && s.Idle == total
@@ -445,7 +444,7 @@ func TestNeverUsedIdleConnectionIsCheckedWhenTaken(t *testing.T) {
 		t.Errorf("ResetSession called %d times on the idle connection; want 1", n)
 	}
 	// MinIdle may have the pool make another connection meanwhile.
-	waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyRejected) == 1 })
+	waitStats(t, c, func(s pool.Stats) bool { return s.Destroys.Rejected == 1 })
 	if !first.closed.Load() {
 		t.Error("the dead connection was not closed")
 	}
@@ -477,9 +476,9 @@ func TestInvalidConnDestroyedOnGiveBack(t *testing.T) {
 	if err := sc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyInvalid) == 1 && s.Total == 0 })
-	if s.Destroyed(pool.DestroyInvalid) != 1 || s.Total != 0 {
-		t.Errorf("pool Destroyed(DestroyInvalid) %d, Total %d; want 1, 0", s.Destroyed(pool.DestroyInvalid), s.Total)
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroys.Invalid == 1 && s.Total == 0 })
+	if s.Destroys.Invalid != 1 || s.Total != 0 {
+		t.Errorf("pool Destroys.Invalid %d, Total %d; want 1, 0", s.Destroys.Invalid, s.Total)
 	}
 	if !first.closed.Load() {
 		t.Error("the invalid connection was not closed")
@@ -512,9 +511,9 @@ func TestInvalidIdleConnDestroyedOnTake(t *testing.T) {
 	if got, want := fc.servedBy(), []int{1, 2}; !slices.Equal(got, want) {
 		t.Errorf("connections serving each query %v; want %v", got, want)
 	}
-	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyInvalid) == 1 })
-	if s.Destroyed(pool.DestroyInvalid) != 1 {
-		t.Errorf("Destroyed(DestroyInvalid) %d; want 1", s.Destroyed(pool.DestroyInvalid))
+	s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroys.Invalid == 1 })
+	if s.Destroys.Invalid != 1 {
+		t.Errorf("Destroys.Invalid %d; want 1", s.Destroys.Invalid)
 	}
 	checkPool(t, c, 2, 0, 1)
 	m.met(t)
@@ -767,7 +766,7 @@ func TestStatementsOnSeveralConnections(t *testing.T) {
 	}
 	// Both connections idle: a test of each, as the pool's tick runs it,
 	// closes the statement there.
-	f := physFactory{real: factory.Connector{Connector: fc}, stmts: &c.stmts}
+	f := physFactory{real: connFactory{connector: fc}, stmts: &c.stmts}
 	var hs []pool.Handle[sqldriver.Conn]
 	for range 2 {
 		h, err := c.pool.TryTake()
@@ -781,7 +780,7 @@ func TestStatementsOnSeveralConnections(t *testing.T) {
 	}
 	m.met(t)
 	for _, h := range hs {
-		if err := c.pool.GiveBack(h); err != nil {
+		if err := h.GiveBack(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,11 +10,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/respool/respool/internal/dsnform"
-
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // Connector is a driver.Connector whose connections come from a respool
@@ -34,20 +33,20 @@ var (
 )
 
 // defaultHoldThreshold is the database/sql path's default of
-// Pool.Leak.HoldThreshold (see Config.Pool): a connection held longer is
+// Pool.HoldThreshold (see Config.Pool): a connection held longer is
 // reported once as HELD-TOO-LONG (with the stack of the code that took it
-// when Pool.Leak.CaptureStack is set).
+// when Pool.LeakCaptureStack is set).
 const defaultHoldThreshold = 5 * time.Minute
 
 // NewConnector validates cfg and starts its pool.
 //
-// A zero Pool.Leak.HoldThreshold means 5m (a negative
+// A zero Pool.HoldThreshold means 5m (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
 // made through database/sql is reported out of the box: a *sql.Rows dropped
 // without Close by the garbage collector, a *sql.Tx or *sql.Conn never
 // ended by hold time (see the package documentation). Stacks are not recorded by default: that costs a
 // stack walk and two allocations per take, a few microseconds of CPU per
-// query, which shows in a SELECT 1 benchmark; Pool.Leak.CaptureStack
+// query, which shows in a SELECT 1 benchmark; Pool.LeakCaptureStack
 // (respool_leak_stack) turns them on.
 func NewConnector(cfg Config) (*Connector, error) {
 	return newConnector(cfg, nil, pool.New[driver.Conn])
@@ -58,7 +57,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 // parseDSN read it, cfg being the Config it returned, valid: cfg is then
 // neither validated nor its DSN read again.
 func newConnector(cfg Config, text *dsnform.Text,
-	newPool func(factory.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
+	newPool func(pool.Factory[driver.Conn], pool.Config) (*pool.Pool[driver.Conn], error)) (*Connector, error) {
 	var err error
 	if text == nil {
 		if text, err = cfg.validate(nil); err != nil {
@@ -82,10 +81,13 @@ func newConnector(cfg Config, text *dsnform.Text,
 	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
-	f := physFactory{real: factory.Connector{Connector: base, TestQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
+	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard}
-	if c.pool, err = newPool(f, pc); err != nil {
+	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
+		if errors.As(err, new(*resilience.ConfigError)) && !errors.Is(err, ErrInvalidConfig) {
+			err = fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 		return nil, err
 	}
 	c.testTimeout = c.pool.Config().TestTimeout

@@ -33,7 +33,7 @@
 // go-sql-driver/mysql notices a connection the server closed); one it
 // refuses is closed and the pool looks for another, so that sessions the
 // server ended (a restart, pg_terminate_backend, KILL, an idle timeout) fail
-// no query. The pool runs the check as its factory.Hooks.BeforeHandOut: it
+// no query. The pool runs the check as its pool.Factory's BeforeHandOut: it
 // ends with the caller's context or after the pool's TestTimeout, whichever
 // comes first. A connection made for the caller is not checked. Giving a
 // connection back does no I/O, so it cannot hang on a network that stopped.
@@ -74,7 +74,7 @@
 //
 // database/sql keeps every connection it has open reachable, so a leak made
 // through it is found in one of two ways, both on by default (a report names
-// the code that took the connection when Pool.Leak.CaptureStack is set):
+// the code that took the connection when Pool.LeakCaptureStack is set):
 //
 //   - A *sql.Rows (or a *sql.Row never scanned) dropped without Close, from a
 //     query whose context cannot end, is found by the garbage collector:
@@ -87,7 +87,7 @@
 //   - A *sql.Tx or *sql.Conn never ended stays reachable inside database/sql
 //     (the Tx's goroutine watching its context; the DB's list of open
 //     connections), so no collector finds it: it is reported once as
-//     HELD-TOO-LONG when held past Pool.Leak.HoldThreshold
+//     HELD-TOO-LONG when held past Pool.HoldThreshold
 //     (5m by default on this path; respool_leak_threshold=off,
 //     a negative threshold in code, turns the report off), and keeps its
 //     connection.
@@ -125,12 +125,12 @@
 // connection attempt. respool's own errors are respool's types. A Take
 // refused because the wait queue is full reaches the caller of QueryContext
 // as an error for which errors.Is(err, pool.ErrQueueFull) holds; one that
-// waited Pool.AcquireTimeout (respool_acquire_timeout) in vain as a
-// *pool.AcquireTimeoutError (errors.Is(err, pool.ErrAcquireTimeout)) that
-// names the bound; one whose context ended as the context's error. A call
-// waits once: when database/sql reuses one of its idle shells and the take
-// fails, respool returns the failure from the shell's first call instead of
-// driver.ErrBadConn, on which database/sql would try twice more, waiting
-// each time. So sql.DB.Conn can return a *sql.Conn that got no connection:
-// its calls return that error; close it and ask again.
+// waited Pool.AcquireTimeout (respool_acquire_timeout) in vain as an error
+// matching pool.ErrAcquireTimeout that names the bound; one whose context
+// ended as the context's error. A call waits once: when database/sql reuses
+// one of its idle shells and the take fails, respool returns the failure
+// from the shell's first call instead of driver.ErrBadConn, on which
+// database/sql would try twice more, waiting each time. So sql.DB.Conn can
+// return a *sql.Conn that got no connection: its calls return that error;
+// close it and ask again.
 package respool

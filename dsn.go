@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,15 @@ import (
 // dsnguardDefaultWindow is the breaker window respool_breaker_min_calls is
 // checked against when respool_breaker_window is not given.
 var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
+
+// The pool's defaults that the checks of respool_min_idle and
+// respool_create_backoff_max name when the key they are checked against is
+// not given: those of a zero pool.Config's MaxObjects and BackoffInitial,
+// as pool.Config states them (TestDSNPoolDefaultsAreThePools checks them
+// against a pool's Config).
+const dsnPoolBackoffInitial = 50 * time.Millisecond
+
+func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 
 // respool's keys, and the settings the keys give. respool's keys all start
 // with "respool_" and are removed before the DSN reaches the underlying
@@ -49,12 +59,12 @@ var dsnguardDefaultWindow = dbguard.BreakerPreset().WindowSize
 //	respool_session_end_wait        SessionEndWait             duration > 0, or off (-1)
 //	respool_test_query              TestQuery                  string
 //	respool_init_sql                InitSQL                    SQL statement; once per statement
-//	respool_leak_detection          !Pool.Leak.Disabled        true/false/on/off/1/0
-//	respool_leak_stack              Pool.Leak.CaptureStack     true/false/on/off/1/0
-//	respool_leak_threshold          Pool.Leak.HoldThreshold    duration > 0, or off (-1)
-//	respool_create_backoff          Pool.CreateBackoff         duration > 0 (Initial), or off (Disabled)
-//	respool_create_backoff_max      Pool.CreateBackoff.Max     duration > 0, ≥ create_backoff
-//	respool_overload                Pool.Overload.Policy       deadline, codel or fifo
+//	respool_leak_detection          !Pool.LeakTrackingDisabled        true/false/on/off/1/0
+//	respool_leak_stack              Pool.LeakCaptureStack             true/false/on/off/1/0
+//	respool_leak_threshold          Pool.HoldThreshold                duration > 0, or off (-1)
+//	respool_create_backoff          Pool.BackoffInitial               duration > 0, or off (Pool.BackoffDisabled)
+//	respool_create_backoff_max      Pool.BackoffMax                   duration > 0, ≥ create_backoff
+//	respool_overload                Pool.Overload                     deadline, codel or fifo
 //	respool_back_pressure           !BackPressureDisabled                    true/false/on/off/1/0
 //	respool_breaker                 !Resilience.BreakerDisabled              true/false/on/off/1/0
 //	respool_breaker_window          Resilience.Breaker.WindowSize            integer ≥ 1
@@ -168,7 +178,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 	if minIdle != nil {
 		limit, what := c.Pool.MaxObjects, "respool_max_conns"
 		if limit == 0 {
-			limit, what = pool.DefaultMaxObjects(), "respool_max_conns, whose default on this machine is"
+			limit, what = dsnPoolMaxObjects(), "respool_max_conns, whose default on this machine is"
 		}
 		if c.Pool.MinIdle > limit {
 			return nil, nil, &DSNError{Key: minIdle.Key, Value: minIdle.Value,
@@ -199,12 +209,11 @@ func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
 		}
 	}
 	if p := given[dsnKeyCreateBackoffMax]; p != nil {
-		b := c.Pool.CreateBackoff
-		initial, what := b.Initial, dsnKeyCreateBackoff
+		initial, what := c.Pool.BackoffInitial, dsnKeyCreateBackoff
 		if initial == 0 {
-			initial, what = pool.DefaultBackoffInitial, dsnKeyCreateBackoff+", whose default is"
+			initial, what = dsnPoolBackoffInitial, dsnKeyCreateBackoff+", whose default is"
 		}
-		if b.Max < initial {
+		if c.Pool.BackoffMax < initial {
 			return &DSNError{Key: p.Key, Value: p.Value, Accepted: fmt.Sprintf("a duration ≥ %s %v", what, initial)}
 		}
 	}
@@ -250,7 +259,7 @@ const (
 	dsnStrings // a list: the key may be given more than once, each value appended
 	dsnRate    // a float64 in (0, 1]
 	dsnEnum    // a pool.OverloadPolicy by name
-	dsnBackoff // pool.BackoffConfig: a duration for Initial, or "off" for Disabled
+	dsnBackoff // dsnBackoffField: a duration for BackoffInitial, or "off" for BackoffDisabled
 	dsnDelay   // a part of the breaker's delay.Strategy: Initial, or Max with delayMax
 	dsnLevel   // a slog.Leveler: off, or a level as slog spells it
 )
@@ -269,6 +278,13 @@ const (
 // case, or "0".
 func (k *dsnKey) isOff(v string) bool {
 	return k.off != dsnOffNo && (strings.EqualFold(v, "off") || strings.EqualFold(v, "none") || v == "0" && k.off != dsnOffOne)
+}
+
+// dsnBackoffField is what respool_create_backoff sets: a duration for
+// Pool.BackoffInitial, or "off" for Pool.BackoffDisabled.
+type dsnBackoffField struct {
+	initial  *time.Duration
+	disabled *bool
 }
 
 // dsnKey describes one respool key: how its value is read and written and
@@ -290,7 +306,7 @@ type dsnKey struct {
 	delayMax bool
 	// field returns a pointer to the Config field: *int, *time.Duration,
 	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
-	// *pool.BackoffConfig, *delay.Strategy or *slog.Leveler according to kind.
+	// dsnBackoffField, *delay.Strategy or *slog.Leveler according to kind.
 	field func(c *Config) any
 }
 
@@ -355,21 +371,21 @@ var dsnKeys = []dsnKey{
 		field:    func(c *Config) any { return &c.InitSQL }},
 	{name: "respool_leak_detection", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
-		field:    func(c *Config) any { return &c.Pool.Leak.Disabled }},
+		field:    func(c *Config) any { return &c.Pool.LeakTrackingDisabled }},
 	{name: "respool_leak_stack", kind: dsnBool,
 		accepted: "true, false, on, off, 1 or 0",
-		field:    func(c *Config) any { return &c.Pool.Leak.CaptureStack }},
+		field:    func(c *Config) any { return &c.Pool.LeakCaptureStack }},
 	{name: "respool_leak_threshold", kind: dsnDuration, positive: true, off: dsnOffNeg,
 		accepted: `a duration > 0 such as 1m, or "off" for no hold-time report`,
-		field:    func(c *Config) any { return &c.Pool.Leak.HoldThreshold }},
+		field:    func(c *Config) any { return &c.Pool.HoldThreshold }},
 	{name: dsnKeyCreateBackoff, kind: dsnBackoff, off: dsnOffZero,
 		accepted: `a duration > 0 such as 50ms, or "off" for no backoff`,
-		field:    func(c *Config) any { return &c.Pool.CreateBackoff }},
+		field:    func(c *Config) any { return dsnBackoffField{&c.Pool.BackoffInitial, &c.Pool.BackoffDisabled} }},
 	{name: dsnKeyCreateBackoffMax, kind: dsnDuration, positive: true,
 		accepted: "a duration > 0 such as 1s, at least respool_create_backoff",
-		field:    func(c *Config) any { return &c.Pool.CreateBackoff.Max }},
+		field:    func(c *Config) any { return &c.Pool.BackoffMax }},
 	{name: "respool_overload", kind: dsnEnum, accepted: "deadline, codel or fifo",
-		field: func(c *Config) any { return &c.Pool.Overload.Policy }},
+		field: func(c *Config) any { return &c.Pool.Overload }},
 	{name: "respool_back_pressure", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.BackPressureDisabled }},
@@ -482,16 +498,16 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			p.Initial = d
 		}
 		p.Max = max(p.Max, p.Initial)
-	case *pool.BackoffConfig:
+	case dsnBackoffField:
 		d, err := time.ParseDuration(v)
 		if k.isOff(v) || err == nil && d == 0 {
-			p.Disabled = true
+			*p.disabled = true
 			return true
 		}
 		if err != nil || d < 0 {
 			return false
 		}
-		p.Initial = d
+		*p.initial = d
 	case *time.Duration:
 		d, err := time.ParseDuration(v)
 		if k.isOff(v) || err == nil && d == 0 && k.off != dsnOffNo {
@@ -570,12 +586,12 @@ func (k *dsnKey) format(c *Config) string {
 		case p.Max != max(dbguard.BreakerPreset().OpenDelay.Max, p.Initial):
 			return p.Max.String()
 		}
-	case *pool.BackoffConfig:
+	case dsnBackoffField:
 		switch {
-		case p.Disabled:
+		case *p.disabled:
 			return "off"
-		case p.Initial != 0:
-			return p.Initial.String()
+		case *p.initial != 0:
+			return p.initial.String()
 		}
 	case *time.Duration:
 		switch {

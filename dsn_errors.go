@@ -13,9 +13,9 @@ import (
 // respool cannot use: a DSN ParseDSN (and so sql.Open and OpenDB) refuses,
 // each *DSNError and the errors for a DSN whose structure cannot be read (an
 // unterminated quote, an unterminated "[" in a URL host), and a Config
-// Config.Validate (and so NewConnector) refuses. When the pool
-// configuration is at fault, errors.As also finds the *pool.ConfigError
-// that names the field.
+// Config.Validate (and so NewConnector) refuses. When a mechanism's
+// configuration is at fault (the pool's, the Resilience's), errors.As also
+// finds the *resilience.ConfigError that names the field.
 var ErrInvalidConfig = errors.New("respool: invalid Config")
 
 // dsnStructureError is the error of a DSN whose structure cannot be read.

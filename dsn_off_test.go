@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/retry"
 )
@@ -29,10 +28,10 @@ func TestOffTurnsEveryKeyOff(t *testing.T) {
 		{"respool_close_timeout", []string{"off", "0"}, Config{}},
 		{"respool_cancel_wait", []string{"off", "none", "0"}, Config{CancelWait: -1}},
 		{"respool_session_end_wait", []string{"off", "none", "0"}, Config{SessionEndWait: -1}},
-		{"respool_leak_detection", []string{"off", "0", "false"}, Config{Pool: pool.Config{Leak: leakOff()}}},
+		{"respool_leak_detection", []string{"off", "0", "false"}, Config{Pool: pool.Config{LeakTrackingDisabled: true}}},
 		{"respool_leak_stack", []string{"off", "0"}, Config{}},
-		{"respool_leak_threshold", []string{"off", "none", "0"}, Config{Pool: pool.Config{Leak: holdOff()}}},
-		{"respool_create_backoff", []string{"off", "none", "0"}, Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}}},
+		{"respool_leak_threshold", []string{"off", "none", "0"}, Config{Pool: pool.Config{HoldThreshold: -1}}},
+		{"respool_create_backoff", []string{"off", "none", "0"}, Config{Pool: pool.Config{BackoffDisabled: true}}},
 		{"respool_back_pressure", []string{"off", "0"}, Config{BackPressureDisabled: true}},
 		{"respool_breaker", []string{"off", "0"}, Config{Resilience: dbguard.Config{BreakerDisabled: true}}},
 		{"respool_breaker_slow_call", []string{"off", "none", "0"}, Config{}},
@@ -74,7 +73,3 @@ func TestOffTurnsEveryKeyOff(t *testing.T) {
 		}
 	}
 }
-
-func leakOff() leak.Config { return leak.Config{Disabled: true} }
-
-func holdOff() leak.Config { return leak.Config{HoldThreshold: -1} }

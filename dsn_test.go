@@ -20,8 +20,8 @@ import (
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/pause"
@@ -125,7 +125,7 @@ var parseDSNFormTests = []struct {
 		dsn:        "postgres://u:p%40ss%2Fw@h/db?respool_leak_stack=true",
 		wantDriver: "pgx",
 		wantDSN:    "postgres://u:p%40ss%2Fw@h/db",
-		wantPool:   pool.Config{Leak: leak.Config{CaptureStack: true}},
+		wantPool:   pool.Config{LeakCaptureStack: true},
 	},
 	{
 		name:       "url empty query loses its ?",
@@ -224,7 +224,7 @@ var parseDSNFormTests = []struct {
 		dsn:        "  respool_max_conns=3 respool_leak_detection=off ",
 		wantDriver: "pgx",
 		wantDSN:    "",
-		wantPool:   pool.Config{MaxObjects: 3, Leak: leak.Config{Disabled: true}},
+		wantPool:   pool.Config{MaxObjects: 3, LeakTrackingDisabled: true},
 	},
 	{
 		name:       "empty DSN",
@@ -369,25 +369,25 @@ func TestParseDSNKeys(t *testing.T) {
 		{"respool_create_timeout=3s", Config{Pool: pool.Config{CreateTimeout: 3 * time.Second}}},
 		{"respool_test_timeout=500ms", Config{Pool: pool.Config{TestTimeout: 500 * time.Millisecond}}},
 		{"respool_validation_interval=1m", Config{Pool: pool.Config{ValidationInterval: time.Minute}}},
-		{"respool_leak_detection=false", Config{Pool: pool.Config{Leak: leak.Config{Disabled: true}}}},
-		{"respool_leak_detection=OFF", Config{Pool: pool.Config{Leak: leak.Config{Disabled: true}}}},
-		{"respool_leak_detection=0", Config{Pool: pool.Config{Leak: leak.Config{Disabled: true}}}},
+		{"respool_leak_detection=false", Config{Pool: pool.Config{LeakTrackingDisabled: true}}},
+		{"respool_leak_detection=OFF", Config{Pool: pool.Config{LeakTrackingDisabled: true}}},
+		{"respool_leak_detection=0", Config{Pool: pool.Config{LeakTrackingDisabled: true}}},
 		{"respool_leak_detection=true", Config{}},
 		{"respool_leak_detection=on", Config{}},
-		{"respool_leak_stack=1", Config{Pool: pool.Config{Leak: leak.Config{CaptureStack: true}}}},
+		{"respool_leak_stack=1", Config{Pool: pool.Config{LeakCaptureStack: true}}},
 		{"respool_leak_stack=off", Config{}},
-		{"respool_leak_threshold=30s", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: 30 * time.Second}}}},
-		{"respool_leak_threshold=off", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
-		{"respool_leak_threshold=OFF", Config{Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}}},
-		{"respool_create_backoff=100ms", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: 100 * time.Millisecond}}}},
-		{"respool_create_backoff=off", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}}},
-		{"respool_create_backoff=Off", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}}},
-		{"respool_create_backoff_max=5s", Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Max: 5 * time.Second}}}},
+		{"respool_leak_threshold=30s", Config{Pool: pool.Config{HoldThreshold: 30 * time.Second}}},
+		{"respool_leak_threshold=off", Config{Pool: pool.Config{HoldThreshold: -1}}},
+		{"respool_leak_threshold=OFF", Config{Pool: pool.Config{HoldThreshold: -1}}},
+		{"respool_create_backoff=100ms", Config{Pool: pool.Config{BackoffInitial: 100 * time.Millisecond}}},
+		{"respool_create_backoff=off", Config{Pool: pool.Config{BackoffDisabled: true}}},
+		{"respool_create_backoff=Off", Config{Pool: pool.Config{BackoffDisabled: true}}},
+		{"respool_create_backoff_max=5s", Config{Pool: pool.Config{BackoffMax: 5 * time.Second}}},
 		{"respool_create_backoff=1s&respool_create_backoff_max=1s",
-			Config{Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: time.Second, Max: time.Second}}}},
+			Config{Pool: pool.Config{BackoffInitial: time.Second, BackoffMax: time.Second}}},
 		{"respool_overload=deadline", Config{}},
-		{"respool_overload=CoDel", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}}}},
-		{"respool_overload=fifo", Config{Pool: pool.Config{Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}}}},
+		{"respool_overload=CoDel", Config{Pool: pool.Config{Overload: pool.OverloadCoDel}}},
+		{"respool_overload=fifo", Config{Pool: pool.Config{Overload: pool.OverloadFIFO}}},
 		{"respool_back_pressure=off", Config{BackPressureDisabled: true}},
 		{"respool_back_pressure=on", Config{}},
 		{"respool_breaker=false", Config{Resilience: dbguard.Config{BreakerDisabled: true}}},
@@ -670,7 +670,7 @@ func TestFormatDSN(t *testing.T) {
 					MaxObjects: 10, MinIdle: 2, MaxIdle: -1, MaxLifetime: time.Hour, MaxLifetimeJitter: time.Minute,
 					MaxQueueSize: 100, AcquireTimeout: 3 * time.Second, MaxConcurrentCreates: 3, CreateTimeout: 2 * time.Second,
 					TestTimeout: time.Second, ValidationInterval: 15 * time.Second,
-					Leak: leak.Config{Disabled: true, CaptureStack: true, HoldThreshold: 90 * time.Second},
+					LeakTrackingDisabled: true, LeakCaptureStack: true, HoldThreshold: 90 * time.Second,
 				}},
 			want: "postgres://u:p@h/db?sslmode=disable&respool_max_conns=10&respool_min_idle=2" +
 				"&respool_max_idle_time=off&respool_max_lifetime=1h0m0s&respool_max_lifetime_jitter=1m0s" +
@@ -681,8 +681,8 @@ func TestFormatDSN(t *testing.T) {
 		{
 			name: "resilience, canonical order",
 			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db",
-				Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: 100 * time.Millisecond, Max: 2 * time.Second},
-					Overload: pool.OverloadConfig{Policy: pool.OverloadCoDel}},
+				Pool: pool.Config{BackoffInitial: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
+					Overload: pool.OverloadCoDel},
 				BackPressureDisabled: true,
 				Resilience: dbguard.Config{ConnectRate: 50,
 					Breaker: breaker.Config{WindowSize: 40, MinimumCalls: 30, FailureRate: 0.75,
@@ -696,7 +696,7 @@ func TestFormatDSN(t *testing.T) {
 		{
 			name: "resilience off",
 			cfg: Config{DriverName: "mysql", DSN: "u@tcp(h)/db",
-				Pool:                 pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}, Overload: pool.OverloadConfig{Policy: pool.OverloadFIFO}},
+				Pool:                 pool.Config{BackoffDisabled: true, Overload: pool.OverloadFIFO},
 				BackPressureDisabled: true,
 				Resilience: dbguard.Config{BreakerDisabled: true,
 					Retry: retry.Config[struct{}]{MaxAttempts: 1}, PauseDisabled: true}},
@@ -706,7 +706,7 @@ func TestFormatDSN(t *testing.T) {
 		{
 			name: "hold-time report off, close timeout",
 			cfg: Config{DriverName: "pgx", DSN: "postgres://h/db", CloseTimeout: 3 * time.Second,
-				Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}},
+				Pool: pool.Config{HoldThreshold: -1}},
 			want: "postgres://h/db?respool_close_timeout=3s&respool_leak_threshold=off",
 		},
 		{
@@ -913,7 +913,7 @@ func TestConfigString(t *testing.T) {
 
 func TestConfigLogValue(t *testing.T) {
 	c := &Config{DriverName: "mysql", DSN: "u:pw@tcp(h)/db", TestQuery: "SELECT 1",
-		Pool: pool.Config{MaxObjects: 3, MaxIdle: -1, CreateTimeout: time.Second, Leak: leak.Config{Disabled: true}}}
+		Pool: pool.Config{MaxObjects: 3, MaxIdle: -1, CreateTimeout: time.Second, LeakTrackingDisabled: true}}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -947,7 +947,6 @@ func TestConfigValidate(t *testing.T) {
 		{"respool wraps itself", &Config{DriverName: "respool", DSN: "x"}, false},
 		{"dsn with respool key", &Config{DriverName: "pgx", DSN: "postgres://h/db?respool_max_conns=3"}, false},
 		{"dsn with respool key kv", &Config{DriverName: "pgx", DSN: "host=h respool_max_conns=3"}, false},
-		{"pool", &Config{DriverName: "pgx", Pool: pool.Config{MaxObjects: -1}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -964,10 +963,27 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 
-	err := (&Config{DriverName: "pgx", Pool: pool.Config{MinIdle: 5, MaxObjects: 2}}).Validate()
-	var ce *pool.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "MinIdle" || !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("Validate: got %v, want a *pool.ConfigError for MinIdle", err)
+}
+
+// A pool configuration is checked by NewConnector, which starts the pool:
+// its error matches ErrInvalidConfig and names the field.
+func TestNewConnectorRefusesAPoolConfig(t *testing.T) {
+	for _, tt := range []struct {
+		pc    pool.Config
+		field string
+	}{
+		{pool.Config{MaxObjects: -1}, "MaxObjects"},
+		{pool.Config{MinIdle: 5, MaxObjects: 2}, "MinIdle"},
+	} {
+		c, err := NewConnector(Config{Connector: dsnTestConnector{}, Pool: tt.pc})
+		if err == nil {
+			c.Close()
+		}
+		var ce *resilience.ConfigError
+		if !errors.As(err, &ce) || ce.Mechanism != "pool" || ce.Field != tt.field || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewConnector(Pool %+v): got %v, want ErrInvalidConfig and a *resilience.ConfigError for the pool's %s",
+				tt.pc, err, tt.field)
+		}
 	}
 }
 
@@ -1009,6 +1025,30 @@ func TestDSNFormOf(t *testing.T) {
 	}
 }
 
+// zeroPoolConfig is the Config in force of a pool made from a zero
+// pool.Config: the pool's defaults.
+func zeroPoolConfig(t *testing.T) pool.Config {
+	t.Helper()
+	p, err := pool.New(pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p.Config()
+}
+
+// TestDSNPoolDefaultsAreThePools checks the pool's defaults that the DSN's
+// checks name against those of a pool.
+func TestDSNPoolDefaultsAreThePools(t *testing.T) {
+	pc := zeroPoolConfig(t)
+	if pc.MaxObjects != dsnPoolMaxObjects() || pc.BackoffInitial != dsnPoolBackoffInitial {
+		t.Errorf("the pool's MaxObjects %d and BackoffInitial %v; the DSN's checks say %d and %v",
+			pc.MaxObjects, pc.BackoffInitial, dsnPoolMaxObjects(), dsnPoolBackoffInitial)
+	}
+}
+
 // TestDSNKeysDocumented checks that README.md has a row for every key, in
 // canonical order, with the defaults of pool.Config.
 func TestDSNKeysDocumented(t *testing.T) {
@@ -1028,16 +1068,17 @@ func TestDSNKeysDocumented(t *testing.T) {
 	if !slices.Equal(order, dsnKeyNames()) {
 		t.Errorf("README.md rows\n %v\nwant (canonical order)\n %v", order, dsnKeyNames())
 	}
+	pc := zeroPoolConfig(t)
 	defaults := map[string]string{
-		"respool_max_queue":            strconv.Itoa(pool.DefaultMaxQueueSize),
-		"respool_max_idle_time":        strings.TrimSuffix(pool.DefaultMaxIdle.String(), "0s"),
-		"respool_create_timeout":       pool.DefaultCreateTimeout.String(),
-		"respool_test_timeout":         pool.DefaultTestTimeout.String(),
-		"respool_validation_interval":  pool.DefaultValidationInterval.String(),
+		"respool_max_queue":            strconv.Itoa(pc.MaxQueueSize),
+		"respool_max_idle_time":        strings.TrimSuffix(pc.MaxIdle.String(), "0s"),
+		"respool_create_timeout":       pc.CreateTimeout.String(),
+		"respool_test_timeout":         pc.TestTimeout.String(),
+		"respool_validation_interval":  pc.ValidationInterval.String(),
 		"respool_max_conns":            "max(4, NumCPU)",
 		"respool_min_idle":             "0",
-		"respool_create_backoff":       pool.DefaultBackoffInitial.String(),
-		"respool_create_backoff_max":   pool.DefaultBackoffMax.String(),
+		"respool_create_backoff":       pc.BackoffInitial.String(),
+		"respool_create_backoff_max":   pc.BackoffMax.String(),
 		"respool_overload":             pool.OverloadDeadline.String(),
 		"respool_breaker_window":       strconv.Itoa(dbguard.BreakerPreset().WindowSize),
 		"respool_breaker_min_calls":    strconv.Itoa(dbguard.BreakerPreset().MinimumCalls),

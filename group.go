@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // Group is one connection budget shared by several databases: a primary and
@@ -46,14 +46,15 @@ type Group struct {
 // means the documented default.
 type GroupConfig struct {
 	// MaxConns is the most connections of every member together, counting
-	// those being opened and closed. Zero means pool.DefaultMaxObjects().
+	// those being opened and closed. Zero means the pool's default, max(4,
+	// runtime.NumCPU()).
 	MaxConns int
 	// MaxQueue is how many callers may wait for a connection, across every
-	// member; the next one fails with pool.ErrQueueFull. Zero means
-	// pool.DefaultMaxQueueSize.
+	// member; the next one fails with pool.ErrQueueFull. Zero means the
+	// pool's default, 1024.
 	MaxQueue int
 	// ValidationInterval is the pool's tick of every member (see
-	// pool.Config). Zero means pool.DefaultValidationInterval.
+	// pool.Config). Zero means the pool's default, 30s.
 	ValidationInterval time.Duration
 	// Name names the Group; a member's pool is named Name[key] unless its
 	// Config.Pool.Name is set. Empty means "respool-group".
@@ -64,7 +65,7 @@ type GroupConfig struct {
 }
 
 // NewGroup starts a Group with no members (see Group.Connector). It returns
-// an error matching ErrInvalidConfig, and a *pool.ConfigError naming the
+// an error matching ErrInvalidConfig, and a *resilience.ConfigError naming the
 // field (MaxConns as MaxObjects, MaxQueue as MaxQueueSize), if cfg is not
 // valid.
 func NewGroup(cfg GroupConfig) (*Group, error) {
@@ -99,9 +100,9 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
-	c, err := newConnector(cfg, nil, func(f factory.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
+	c, err := newConnector(cfg, nil, func(f pool.Factory[driver.Conn], pc pool.Config) (*pool.Pool[driver.Conn], error) {
 		p, err := g.k.Add(key, f, pc)
-		var ce *pool.ConfigError
+		var ce *resilience.ConfigError
 		if errors.As(err, &ce) {
 			return nil, fmt.Errorf("%w: group %s: member %q: %w", ErrInvalidConfig, g.k.Config().Name, key, err)
 		}

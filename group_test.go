@@ -16,6 +16,7 @@ import (
 
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // newTestGroup makes a Group for cfg and closes it when the test ends.
@@ -99,10 +100,10 @@ func TestGroupMembersShareOneBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	r1 := <-got
-	s := waitGroupStats(t, g, func(s pool.KeyedStats[string]) bool { return s.Keys["primary"].Destroyed(pool.DestroyYielded) == 1 })
-	if s.Keys["primary"].Destroyed(pool.DestroyYielded) != 1 || fcR.made() != 1 || !fcP.conn(t, 1).closed.Load() {
+	s := waitGroupStats(t, g, func(s pool.KeyedStats[string]) bool { return s.Keys["primary"].Destroys.Yielded == 1 })
+	if s.Keys["primary"].Destroys.Yielded != 1 || fcR.made() != 1 || !fcP.conn(t, 1).closed.Load() {
 		t.Fatalf("primary yielded %d, replica made %d, primary's first closed %v; want 1, 1, true",
-			s.Keys["primary"].Destroyed(pool.DestroyYielded), fcR.made(), fcP.conn(t, 1).closed.Load())
+			s.Keys["primary"].Destroys.Yielded, fcR.made(), fcP.conn(t, 1).closed.Load())
 	}
 
 	// Both idle: the primary's second connection needs the replica's slot.
@@ -113,9 +114,9 @@ func TestGroupMembersShareOneBudget(t *testing.T) {
 	}
 	p3, p4 := sqlConn(t, primary), sqlConn(t, primary)
 	s = waitGroupStats(t, g, func(s pool.KeyedStats[string]) bool { return s.Keys["replica"].Total == 0 })
-	if s.Keys["replica"].Destroyed(pool.DestroyEvicted) != 1 || s.Keys["primary"].InUse != 2 || s.Total != 2 {
+	if s.Keys["replica"].Destroys.Evicted != 1 || s.Keys["primary"].InUse != 2 || s.Total != 2 {
 		t.Fatalf("replica evicted %d, primary in use %d, total %d; want 1, 2, 2 (stats %+v)",
-			s.Keys["replica"].Destroyed(pool.DestroyEvicted), s.Keys["primary"].InUse, s.Total, s)
+			s.Keys["replica"].Destroys.Evicted, s.Keys["primary"].InUse, s.Total, s)
 	}
 	_, _ = p3.Close(), p4.Close()
 	if s.MaxObjects != 2 || s.Keys["primary"].Creates != 3 || s.Keys["replica"].Creates != 1 {
@@ -153,7 +154,7 @@ func TestGroupRefusesWhatTheBudgetCannotGive(t *testing.T) {
 }
 
 func isPoolConfigError(err error, field string) bool {
-	var ce *pool.ConfigError
+	var ce *resilience.ConfigError
 	return errors.As(err, &ce) && ce.Field == field
 }
 
@@ -202,8 +203,8 @@ func TestGroupClose(t *testing.T) {
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { closed <- g.Close(ctx) }()
-	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return rw.pool.Closed() && ro2.pool.Closed() })
-	if !rw.pool.Closed() || !ro2.pool.Closed() {
+	waitGroupStats(t, g, func(pool.KeyedStats[string]) bool { return rw.pool.Stats().Closed && ro2.pool.Stats().Closed })
+	if !rw.pool.Stats().Closed || !ro2.pool.Stats().Closed {
 		t.Error("members still open after Group.Close")
 	}
 	if _, err := ro2.Connect(context.Background()); !errors.Is(err, pool.ErrClosed) {

@@ -101,7 +101,7 @@ func TestCallerErrorsNeverOpen(t *testing.T) {
 func TestTakeFailedFastIsThePoolsError(t *testing.T) {
 	want := &dialError{Addr: "db.example.com:5432"}
 	rc := &refusingConnector{err: want}
-	db, _ := openDB(t, Config{Connector: rc, Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Initial: time.Hour}}})
+	db, _ := openDB(t, Config{Connector: rc, Pool: pool.Config{BackoffInitial: time.Hour}})
 	if _, err := db.ExecContext(context.Background(), "UPDATE t SET n = 1"); err != want {
 		t.Fatalf("first exec: %v; want the driver's own error", err)
 	}
@@ -131,7 +131,7 @@ func TestRefusedConnectionsOpenTheCircuit(t *testing.T) {
 	rc := &refusingConnector{err: refused}
 	cfg := smallBreaker
 	cfg.Retry = retry.Config[struct{}]{Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Millisecond}}
-	db, c := openDB(t, Config{Connector: rc, Resilience: cfg, Pool: pool.Config{CreateBackoff: pool.BackoffConfig{Disabled: true}}})
+	db, c := openDB(t, Config{Connector: rc, Resilience: cfg, Pool: pool.Config{BackoffDisabled: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := db.ExecContext(ctx, "UPDATE t SET n = 1")

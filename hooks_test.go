@@ -106,7 +106,7 @@ func TestInitSQLOrAfterConnectFailureIsTheCreationsError(t *testing.T) {
 			if tc.name == "InitSQL" && !strings.Contains(err.Error(), "SET no_such = 1") {
 				t.Errorf("error %q does not name the statement", err)
 			}
-			s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroyed(pool.DestroyRejected) == 1 })
+			s := waitStats(t, c, func(s pool.Stats) bool { return s.Destroys.Rejected == 1 })
 			if s.CreateFailures != 1 || s.Total != 0 || !fc.conn(t, 1).closed.Load() {
 				t.Errorf("CreateFailures %d, Total %d, closed %v; want 1, 0, the connection closed",
 					s.CreateFailures, s.Total, fc.conn(t, 1).closed.Load())

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -60,14 +59,16 @@ func collectTwice() {
 func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	m := newMock(t)
 	c := newTestConnector(t, Config{Connector: &faultConnector{m: m}})
-	if got, want := c.pool.Config().Leak, (leak.Config{HoldThreshold: defaultHoldThreshold}); got != want {
-		t.Errorf("leak config %+v; want %+v", got, want)
+	if pc := c.pool.Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != defaultHoldThreshold {
+		t.Errorf("leak config %v %v %v; want tracking on, no stacks, HoldThreshold %v",
+			!pc.LeakTrackingDisabled, pc.LeakCaptureStack, pc.HoldThreshold, defaultHoldThreshold)
 	}
 	// A negative threshold turns the hold-time report off, as
 	// respool_leak_threshold=off does.
-	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: -1}}})
-	if got := c.pool.Config().Leak; got != (leak.Config{}) {
-		t.Errorf("leak config with a negative HoldThreshold %+v; want no hold-time report", got)
+	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{HoldThreshold: -1}})
+	if pc := c.pool.Config(); pc.LeakTrackingDisabled || pc.LeakCaptureStack || pc.HoldThreshold != 0 {
+		t.Errorf("leak config with a negative HoldThreshold %v %v %v; want tracking on and no hold-time report",
+			!pc.LeakTrackingDisabled, pc.LeakCaptureStack, pc.HoldThreshold)
 	}
 	cfg, err := ParseDSN("respool_leak_threshold=off")
 	if err != nil {
@@ -75,11 +76,11 @@ func TestDefaultsReportLeaksMadeThroughDatabaseSQL(t *testing.T) {
 	}
 	cfg.DriverName, cfg.Connector = "", &faultConnector{m: m}
 	c = newTestConnector(t, *cfg)
-	if got := c.pool.Config().Leak.HoldThreshold; got != 0 {
+	if got := c.pool.Config().HoldThreshold; got != 0 {
 		t.Errorf("HoldThreshold %v after respool_leak_threshold=off; want 0, no report", got)
 	}
-	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{Leak: leak.Config{HoldThreshold: 7}}})
-	if got := c.pool.Config().Leak.HoldThreshold; got != 7 {
+	c = newTestConnector(t, Config{Connector: &faultConnector{m: m}, Pool: pool.Config{HoldThreshold: 7}})
+	if got := c.pool.Config().HoldThreshold; got != 7 {
 		t.Errorf("HoldThreshold %v; want the one given", got)
 	}
 }
@@ -100,16 +101,16 @@ func testLostRows(t *testing.T, stacks bool) {
 	var log logBuffer
 	fc := &faultConnector{m: m}
 	db, c := openDB(t, Config{Connector: fc, Pool: pool.Config{MaxObjects: 1, Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Leak: leak.Config{CaptureStack: stacks}}})
+		LeakCaptureStack: stacks}})
 
 	queryAndDropRows(t, db)
 	collectTwice()
 	s := waitStats(t, c, func(s pool.Stats) bool { return s.LeaksDetected == 1 && s.Total == 0 })
-	if s.LeaksDetected != 1 || s.Destroyed(pool.DestroyLeaked) != 1 {
-		t.Fatalf("LeaksDetected %d, Destroyed(DestroyLeaked) %d; want 1, 1", s.LeaksDetected, s.Destroyed(pool.DestroyLeaked))
+	if s.LeaksDetected != 1 || s.Destroys.Leaked != 1 {
+		t.Fatalf("LeaksDetected %d, Destroys.Leaked %d; want 1, 1", s.LeaksDetected, s.Destroys.Leaked)
 	}
-	if out := log.String(); !strings.Contains(out, leak.MsgLeak) || stacks != strings.Contains(out, "queryAndDropRows") {
-		t.Errorf("log %q; want %s, naming queryAndDropRows, which ran the query, if and only if stacks are recorded", out, leak.MsgLeak)
+	if out := log.String(); !strings.Contains(out, "LEAK-DETECTED") || stacks != strings.Contains(out, "queryAndDropRows") {
+		t.Errorf("log %q; want %s, naming queryAndDropRows, which ran the query, if and only if stacks are recorded", out, "LEAK-DETECTED")
 	}
 	if !fc.conn(t, 1).closed.Load() {
 		t.Error("the lost connection was not closed")

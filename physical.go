@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/pool"
 )
 
 // physConn is one physical connection: the real driver's connection and
@@ -31,20 +31,15 @@ type physConn struct {
 	wire *wireConn
 }
 
-// physFactory is the pool's factory: factory.Connector's life cycle applied
-// to the real connection inside each physConn, with the hooks that make a
-// connection taken from idle ready for reuse.
+// physFactory is the pool's factory: connFactory's life cycle applied to
+// the real connection inside each physConn, with the hooks that make a
+// connection taken from idle ready for reuse (see poolFactory).
 type physFactory struct {
-	real  factory.Connector
+	real  connFactory
 	stmts *stmtRegistry  // the Connector's
 	hooks *connHooks     // the Config's
 	guard *dbguard.Guard // the Connector's: the creation path
 }
-
-var (
-	_ factory.Factory[driver.Conn]      = physFactory{}
-	_ factory.HookProvider[driver.Conn] = physFactory{}
-)
 
 // Create makes a connection through the guard's creation path (retry,
 // breaker, pause, connect-rate limiter: see dbguard.Connect), with a
@@ -52,21 +47,21 @@ var (
 // record the sockets of its attempts in.
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
-	c, err := dbguard.Connect(ctx, f.guard, f.real.Create)
+	c, err := dbguard.Connect(ctx, f.guard, f.real.create)
 	if err != nil {
 		return nil, err
 	}
 	return &physConn{Conn: c, wire: dials.adopt()}, nil
 }
 
-func (f physFactory) Validate(c driver.Conn) error { return f.real.Validate(c.(*physConn).Conn) }
+func (f physFactory) Validate(c driver.Conn) error { return f.real.validate(c.(*physConn).Conn) }
 
 // Test tests an idle connection, after closing the statements no longer
 // wanted on it (see stmtRegistry).
 func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
 	pc.stmts.dropUnwanted(f.stmts)
-	return f.real.Test(ctx, pc.Conn)
+	return f.real.test(ctx, pc.Conn)
 }
 
 // Destroy closes the real connection, then, for a connection respool
@@ -85,7 +80,7 @@ func (f physFactory) Test(ctx context.Context, c driver.Conn) error {
 // under its lock.
 func (f physFactory) Destroy(c driver.Conn) error {
 	pc := c.(*physConn)
-	closeConn := func() error { return closedAnyway(f.real.Destroy(pc.Conn)) }
+	closeConn := func() error { return closedAnyway(f.real.destroy(pc.Conn)) }
 	var err error
 	if shell := pc.shell.Load(); shell != nil {
 		err = shell.reclaim(pc, closeConn)
@@ -107,12 +102,14 @@ func closedAnyway(err error) error {
 	return err
 }
 
-// LifecycleHooks makes the pool check each connection it takes from idle
-// (see beforeHandOut), and run the Config's hooks: InitSQL and AfterConnect
-// after a creation, AfterRelease after a give-back. A hook the Config lacks
-// is nil, which costs the pool nothing.
-func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
-	h := factory.Hooks[driver.Conn]{BeforeHandOut: f.beforeHandOut}
+// poolFactory is the pool.Factory of f's methods. It makes the pool check
+// each connection it takes from idle (see beforeHandOut), and run the
+// Config's hooks: InitSQL and AfterConnect after a creation, AfterRelease
+// after a give-back. A hook the Config lacks is nil, which costs the pool
+// nothing.
+func (f physFactory) poolFactory() pool.Factory[driver.Conn] {
+	h := pool.Factory[driver.Conn]{Create: f.Create, Validate: f.Validate, Test: f.Test, Destroy: f.Destroy,
+		BeforeHandOut: f.beforeHandOut}
 	if len(f.hooks.initSQL) > 0 || f.hooks.afterConnect != nil {
 		h.AfterCreate = func(ctx context.Context, c driver.Conn) error {
 			return f.hooks.afterCreate(ctx, c.(*physConn).Conn)
@@ -141,7 +138,7 @@ func (f physFactory) LifecycleHooks() factory.Hooks[driver.Conn] {
 // that could not be reset is not safe to hand out.
 func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
-	if err := factory.ResetSession(ctx, pc.Conn); err != nil {
+	if err := resetSession(ctx, pc.Conn); err != nil {
 		return err
 	}
 	if pc.wire != nil && pc.wire.cancelSent.Swap(false) {

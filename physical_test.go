@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/respool/respool/factory"
 )
 
 // closeErrConn is a real driver's connection whose Close reports err.
@@ -23,7 +21,7 @@ func (c closeErrConn) Close() error { return c.err }
 // say goodbye with ErrBusyBuffer but closes the socket all the same: the
 // connection is closed, not a destroy_failed. Any other error is Destroy's.
 func TestDestroyTakesMySQLBusyBufferAsClosed(t *testing.T) {
-	f := physFactory{real: factory.Connector{}}
+	f := physFactory{}
 	if err := f.Destroy(&physConn{Conn: closeErrConn{err: mysql.ErrBusyBuffer}}); err != nil {
 		t.Errorf("Destroy of a mysql connection whose Close said busy buffer: %v; want nil", err)
 	}

@@ -54,7 +54,7 @@ func (r *rows) Close() error {
 	locked := c.lock()
 	defer c.unlock(locked)
 	err := r.inner.Close()
-	if !r.h.Valid() {
+	if r.h == (pool.Handle[driver.Conn]{}) {
 		return c.check(err)
 	}
 	h := r.h
@@ -65,9 +65,9 @@ func (r *rows) Close() error {
 		return c.check(err)
 	}
 	if err != nil && isBadConn(err) {
-		_ = c.c.pool.Discard(h)
+		_ = h.Discard()
 	} else {
-		_ = c.c.pool.GiveBack(h)
+		_ = h.GiveBack()
 	}
 	return err
 }

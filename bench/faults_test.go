@@ -15,8 +15,6 @@ import (
 
 	"github.com/jackc/puddle/v2"
 
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -80,9 +78,9 @@ type faultRespool struct{ respoolPool }
 
 func newFaultRespool(size int, policy pool.OverloadPolicy) (benchPool, error) {
 	p, err := pool.New[*object](
-		factory.Funcs[*object]{CreateFunc: newObject()},
-		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, Leak: leak.Config{Disabled: true},
-			Overload: pool.OverloadConfig{Policy: policy}, Logger: slog.New(slog.DiscardHandler)},
+		pool.Factory[*object]{Create: newObject()},
+		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, LeakTrackingDisabled: true,
+			Overload: policy, Logger: slog.New(slog.DiscardHandler)},
 	)
 	if err != nil {
 		return nil, err
@@ -217,8 +215,8 @@ var failingKinds = []struct {
 
 func newFailingRespool(size int, attempts, lines *atomic.Int64) (benchPool, error) {
 	p, err := pool.New[*object](
-		factory.Funcs[*object]{CreateFunc: func(context.Context) (*object, error) { attempts.Add(1); return nil, errRefused }},
-		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, Leak: leak.Config{Disabled: true},
+		pool.Factory[*object]{Create: func(context.Context) (*object, error) { attempts.Add(1); return nil, errRefused }},
+		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, LeakTrackingDisabled: true,
 			Logger: slog.New(countingHandler{lines})},
 	)
 	if err != nil {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/jackc/puddle/v2"
 
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -63,8 +61,8 @@ type poolKind struct {
 
 // poolKinds are the pools compared in every scenario.
 var poolKinds = []poolKind{
-	{"respool", func(size int) (benchPool, error) { return newRespool(size, leak.Config{Disabled: true}) }},
-	{"keyed", func(size int) (benchPool, error) { return newKeyed(size, leak.Config{Disabled: true}) }},
+	{"respool", func(size int) (benchPool, error) { return newRespool(size, false) }},
+	{"keyed", func(size int) (benchPool, error) { return newKeyed(size, false) }},
 	{"puddle", newPuddle},
 	{"sql", newSQL},
 	{"chan", newChan},
@@ -73,10 +71,10 @@ var poolKinds = []poolKind{
 // respoolLeak is respool with its default leak tracking (a token of its own
 // for each Take's Handle, watched by the garbage collector when its lease
 // outlasts a collection), for information.
-var respoolLeak = poolKind{"respool-leak", func(size int) (benchPool, error) { return newRespool(size, leak.Config{}) }}
+var respoolLeak = poolKind{"respool-leak", func(size int) (benchPool, error) { return newRespool(size, true) }}
 
 // keyedLeak is keyed with its default leak tracking, for information.
-var keyedLeak = poolKind{"keyed-leak", func(size int) (benchPool, error) { return newKeyed(size, leak.Config{}) }}
+var keyedLeak = poolKind{"keyed-leak", func(size int) (benchPool, error) { return newKeyed(size, true) }}
 
 // withLeak is poolKinds, respoolLeak and keyedLeak.
 var withLeak = append(slices.Clip(poolKinds), respoolLeak, keyedLeak)
@@ -91,10 +89,10 @@ func newObject() func(context.Context) (*object, error) {
 
 type respoolPool struct{ p *pool.Pool[*object] }
 
-func newRespool(size int, lc leak.Config) (benchPool, error) {
+func newRespool(size int, leakTracking bool) (benchPool, error) {
 	p, err := pool.New[*object](
-		factory.Funcs[*object]{CreateFunc: newObject()},
-		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, Leak: lc},
+		pool.Factory[*object]{Create: newObject()},
+		pool.Config{MaxObjects: size, MaxQueueSize: queueSize, LeakTrackingDisabled: !leakTracking},
 	)
 	if err != nil {
 		return nil, err
@@ -136,7 +134,7 @@ func (w *respoolWorker) take(ctx context.Context) error {
 }
 
 func (w *respoolWorker) giveBack() error {
-	err := w.p.GiveBack(w.h)
+	err := w.h.GiveBack()
 	w.h = pool.Handle[*object]{}
 	return err
 }
@@ -157,12 +155,12 @@ type keyedPool struct {
 	next atomic.Int64 // the key of the next worker
 }
 
-func newKeyed(size int, lc leak.Config) (benchPool, error) {
-	k, err := pool.NewKeyed(pool.KeyedConfig[string, *object]{MaxObjects: size, MaxQueueSize: queueSize, Leak: lc})
+func newKeyed(size int, leakTracking bool) (benchPool, error) {
+	k, err := pool.NewKeyed(pool.KeyedConfig[string, *object]{MaxObjects: size, MaxQueueSize: queueSize, LeakTrackingDisabled: !leakTracking})
 	if err != nil {
 		return nil, err
 	}
-	f := factory.Funcs[*object]{CreateFunc: newObject()}
+	f := pool.Factory[*object]{Create: newObject()}
 	for _, key := range keyedKeys {
 		if _, err := k.Add(key, f, pool.Config{}); err != nil {
 			return nil, err
@@ -192,7 +190,7 @@ func (w *keyedWorker) take(ctx context.Context) error {
 }
 
 func (w *keyedWorker) giveBack() error {
-	err := w.k.GiveBack(w.h)
+	err := w.h.GiveBack()
 	w.h = pool.Handle[*object]{}
 	return err
 }

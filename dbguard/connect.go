@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 )
@@ -79,32 +79,16 @@ func (e *OpenedError) Unwrap() []error { return []error{e.Err, breaker.ErrOpen} 
 // RetryAfter returns RetryAt: the protocol of package resilience.
 func (e *OpenedError) RetryAfter() time.Time { return e.RetryAt }
 
-// Factory returns f with its Create made through g (see Connect). Its other
-// methods are f's, and so are its hooks when f has some
-// (factory.HookProvider). Give the pool BackPressure too, and call
-// g.Check before each Take to fail fast while the circuit is open:
+// Factory returns f with its Create made through g (see Connect); its other
+// funcs and hooks are f's. A nil Create stays nil (pool.New refuses it).
+// Give the pool dbguard.BackPressure too, and call g.Check before each Take to
+// fail fast while the circuit is open:
 //
-//	f := dbguard.Factory[*pgx.Conn](g, pgxFactory)
-//	p, err := pool.New[*pgx.Conn](f, pool.Config{BackPressure: dbguard.BackPressure})
-func Factory[T any](g *Guard, f factory.Factory[T]) factory.Factory[T] {
-	return guarded[T]{Factory: f, g: g}
-}
-
-type guarded[T any] struct {
-	factory.Factory[T]
-	g *Guard
-}
-
-var _ factory.HookProvider[int] = guarded[int]{}
-
-func (f guarded[T]) Create(ctx context.Context) (T, error) {
-	return Connect(ctx, f.g, f.Factory.Create)
-}
-
-// LifecycleHooks returns the hooks of the wrapped factory, if it has some.
-func (f guarded[T]) LifecycleHooks() factory.Hooks[T] {
-	if hp, ok := f.Factory.(factory.HookProvider[T]); ok {
-		return hp.LifecycleHooks()
+//	f := dbguard.Factory(g, respool.PgxFactory(cc))
+//	p, err := pool.New(f, pool.Config{BackPressure: dbguard.BackPressure})
+func Factory[T any](g *Guard, f pool.Factory[T]) pool.Factory[T] {
+	if create := f.Create; create != nil {
+		f.Create = func(ctx context.Context) (T, error) { return Connect(ctx, g, create) }
 	}
-	return factory.Hooks[T]{}
+	return f
 }

@@ -6,7 +6,7 @@
 //
 // Package respool builds one Guard per Connector; code that pools native
 // connections gets the same path with Factory (a pool of
-// respool.PgxFactory, or any factory.Factory); any code that needs to know
+// respool.PgxFactory, or any pool.Factory); any code that needs to know
 // what a database error means calls Classify, or gives IsTxRetryable to a
 // retry as its RetryOn.
 //
@@ -161,7 +161,7 @@
 // A rejection, and an attempt's failure that left the circuit open
 // (*OpenedError), carry the time from which an attempt can succeed
 // (resilience.RetryAfter). The pool holds its creations until then and
-// fails the callers waiting for one at once (see pool.BackoffConfig), so a
+// fails the callers waiting for one at once (see pool.Config.BackoffInitial), so a
 // dead server sees one attempt per open delay, however many callers there
 // are.
 //
@@ -205,5 +205,5 @@
 // Exit (the breaker's count window writes nothing while it holds only
 // successes), and a take one atomic load in Check.
 //
-// This package imports factory and resilience; pool does not import it.
+// This package imports pool and resilience; pool does not import it.
 package dbguard

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
@@ -24,9 +23,9 @@ func Example() {
 	}
 	defer g.Close()
 	attempts := 0
-	dial := factory.Funcs[string]{CreateFunc: func(context.Context) (string, error) {
+	dial := pool.Factory[string]{Create: func(context.Context) (string, error) {
 		attempts++
-		return "", errRefused // for pgx: pgxfactory's Create
+		return "", errRefused // for pgx: respool.PgxFactory's Create
 	}}
 	p, err := pool.New(dbguard.Factory[string](g, dial),
 		pool.Config{MaxObjects: 10, BackPressure: dbguard.BackPressure, Logger: slog.New(slog.DiscardHandler)})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
@@ -34,7 +33,7 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 	}
 	defer g.Close()
 	var attempts atomic.Int64
-	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) {
+	f := pool.Factory[int]{Create: func(context.Context) (int, error) {
 		attempts.Add(1)
 		return 0, errRefused
 	}}
@@ -85,8 +84,8 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 	}
 }
 
-// TestFactoryKeepsHooks checks that the wrapped factory keeps the hooks of
-// the one it wraps.
+// TestFactoryKeepsHooks checks that the wrapped factory keeps the funcs
+// and hooks of the one it wraps, its Create going through the guard.
 func TestFactoryKeepsHooks(t *testing.T) {
 	g, err := dbguard.New(dbguard.Config{})
 	if err != nil {
@@ -94,14 +93,23 @@ func TestFactoryKeepsHooks(t *testing.T) {
 	}
 	defer g.Close()
 	called := false
-	f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil },
-		Hooks: factory.Hooks[int]{AfterCreate: func(context.Context, int) error { called = true; return nil }}}
-	hp, ok := dbguard.Factory[int](g, f).(factory.HookProvider[int])
-	if !ok || hp.LifecycleHooks().AfterCreate == nil {
+	f := pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil },
+		AfterCreate: func(context.Context, int) error { called = true; return nil }}
+	gf := dbguard.Factory(g, f)
+	if gf.AfterCreate == nil {
 		t.Fatal("the wrapped factory lost its hooks")
 	}
-	_ = hp.LifecycleHooks().AfterCreate(context.Background(), 1)
+	_ = gf.AfterCreate(context.Background(), 1)
 	if !called {
 		t.Fatal("AfterCreate is not the wrapped factory's")
+	}
+	if v, err := gf.Create(context.Background()); v != 1 || err != nil {
+		t.Fatalf("Create = %v, %v; want the wrapped factory's 1", v, err)
+	}
+	if n := g.Stats().ConnectAttempts; n != 1 {
+		t.Fatalf("%d attempts through the guard; want 1", n)
+	}
+	if dbguard.Factory(g, pool.Factory[int]{}).Create != nil {
+		t.Fatal("a nil Create became a guarded one")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
 )
@@ -15,8 +14,8 @@ import (
 // A Checker over one pool, served for a load balancer. For a database/sql
 // pool of package respool, see FromConnector.
 func Example() {
-	p, err := pool.New[int](factory.Funcs[int]{
-		CreateFunc: func(context.Context) (int, error) { return 1, nil },
+	p, err := pool.New[int](pool.Factory[int]{
+		Create: func(context.Context) (int, error) { return 1, nil },
 	}, pool.Config{MaxObjects: 4, Name: "orders"})
 	if err != nil {
 		panic(err)

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/internal/fmttest"
 	"github.com/respool/respool/pool"
@@ -34,15 +33,15 @@ type server struct{ down atomic.Bool }
 
 var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused (postgres://app:s3cret@db/app)")
 
-func (s *server) factory() factory.Funcs[int] {
-	return factory.Funcs[int]{
-		CreateFunc: func(context.Context) (int, error) {
+func (s *server) factory() pool.Factory[int] {
+	return pool.Factory[int]{
+		Create: func(context.Context) (int, error) {
 			if s.down.Load() {
 				return 0, errDown
 			}
 			return 1, nil
 		},
-		ValidateFunc: func(int) error {
+		Validate: func(int) error {
 			if s.down.Load() {
 				return errDown
 			}
@@ -53,8 +52,8 @@ func (s *server) factory() factory.Funcs[int] {
 
 func newPool(t *testing.T, s *server, cfg pool.Config) *pool.Pool[int] {
 	t.Helper()
-	cfg.Leak.Disabled = true
-	cfg.CreateBackoff.Disabled = true
+	cfg.LeakTrackingDisabled = true
+	cfg.BackoffDisabled = true
 	p, err := pool.New[int](s.factory(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +125,7 @@ func TestReadinessIsBoundedWhenNoObjectComesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.GiveBack(h)
+	defer h.GiveBack()
 	c := newChecker(t, health.Config{ProbeTimeout: time.Millisecond})
 	_ = c.Add("one", health.FromPool(p))
 	rd := c.Ready(context.Background())
@@ -198,7 +197,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 	go func() {
 		h2, err := p.Take(ctx)
 		if err == nil {
-			err = p.GiveBack(h2)
+			err = h2.GiveBack()
 		}
 		waited <- err
 	}()
@@ -208,7 +207,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 	}
 	cancel()
 	<-waited
-	_ = p.Discard(h)
+	_ = h.Discard()
 	s.down.Store(true)
 	if _, err := p.Take(context.Background()); err == nil {
 		t.Fatal("Take with the server down succeeded")
@@ -222,7 +221,7 @@ func TestReportCountsAndJSON(t *testing.T) {
 	}
 	r := rep.Pools[0]
 	if r.Name != "orders" || r.MaxObjects != 1 || r.QueueFull != 1 || r.CancelledWaits != 1 || r.Takes != 1 ||
-		r.Destroys.Of(pool.DestroyDiscarded) != 1 || r.CreateFailures != 1 {
+		r.Destroys.Discarded != 1 || r.CreateFailures != 1 {
 		t.Fatalf("report = %+v", r)
 	}
 	if !strings.Contains(r.LastCreateError, "connection refused") || strings.Contains(r.LastCreateError, "s3cret") {

@@ -2,7 +2,10 @@ package health
 
 import (
 	"encoding/json"
+	"reflect"
 	"time"
+
+	"github.com/respool/respool/pool"
 )
 
 // The JSON view of a Report: snake_case names, durations in seconds
@@ -99,14 +102,11 @@ func (p PoolReport) view() jsonPool {
 		Total: p.Total, Idle: p.Idle, InUse: p.InUse, Creating: p.Creating, Waiting: p.Waiting, Queued: p.Queued,
 		Takes: p.Takes, Waits: p.Waits, QueueFull: p.QueueFull, FailedFast: p.FailedFast, Overloaded: p.Overloaded,
 		CancelledWaits: p.CancelledWaits, AcquireTimeouts: p.AcquireTimeouts,
-		Creates: p.Creates, CreateFailures: p.CreateFailures, Destroys: map[string]uint64{},
+		Creates: p.Creates, CreateFailures: p.CreateFailures, Destroys: destroysByReason(p.Destroys),
 		LeaksDetected: p.LeaksDetected, HeldTooLong: p.HeldTooLong,
 		AcquireWait:          make([]jsonQuantile, 0, len(p.AcquireWait)),
 		CreateFailuresInARow: p.CreateFailuresInARow, LastCreateError: p.LastCreateError,
 		LastCreateErrorAt: timeOrNil(p.LastCreateErrorAt), NextCreateAttempt: timeOrNil(p.NextCreateAttempt),
-	}
-	for r, n := range p.Destroys.All() {
-		v.Destroys[r.String()] = n
 	}
 	for _, q := range p.AcquireWait {
 		v.AcquireWait = append(v.AcquireWait, jsonQuantile{Q: q.Q, Seconds: q.Wait.Seconds(), AtLeast: q.AtLeast})
@@ -124,6 +124,17 @@ func (p PoolReport) view() jsonPool {
 		v.Limiter = &jsonLimiter{Waiting: l.Waiting, Rejected: l.Rejected, QueueFull: l.QueueFull, TimedOut: l.TimedOut}
 	}
 	return v
+}
+
+// destroysByReason is d as a map from each reason's name (its field's JSON
+// name: "idle", "leaked", ...) to its count, zero counts included.
+func destroysByReason(d pool.DestroyCounts) map[string]uint64 {
+	v := reflect.ValueOf(d)
+	m := make(map[string]uint64, v.NumField())
+	for i, f := range reflect.VisibleFields(v.Type()) {
+		m[f.Tag.Get("json")] = v.Field(i).Uint()
+	}
+	return m
 }
 
 type jsonReadiness struct {

@@ -40,7 +40,7 @@ type Source struct {
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
 		Stats:  p.Stats,
-		Closed: p.Closed,
+		Closed: func() bool { return p.Stats().Closed },
 		Probe: func(ctx context.Context) error {
 			h, err := p.Take(ctx)
 			if err != nil {
@@ -48,11 +48,11 @@ func FromPool[T any](p *pool.Pool[T]) Source {
 			}
 			if pinger, ok := any(h.Value()).(interface{ Ping(context.Context) error }); ok {
 				if err := pinger.Ping(ctx); err != nil {
-					_ = p.Discard(h)
+					_ = h.Discard()
 					return err
 				}
 			}
-			return p.GiveBack(h)
+			return h.GiveBack()
 		},
 	}
 }

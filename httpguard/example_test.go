@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/httpguard"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -17,8 +16,8 @@ import (
 // A service that answers 503 with Retry-After when its pool cannot serve
 // a request, and 429 when its rate limiter refuses one, instead of a 500.
 func Example() {
-	p, err := pool.New[int](factory.Funcs[int]{
-		CreateFunc: func(context.Context) (int, error) { return 1, nil },
+	p, err := pool.New[int](pool.Factory[int]{
+		Create: func(context.Context) (int, error) { return 1, nil },
 	}, pool.Config{MaxObjects: 1, MaxQueueSize: 1})
 	if err != nil {
 		panic(err)
@@ -33,11 +32,11 @@ func Example() {
 		panic(err)
 	}
 	handler := guard.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		h, err := p.Take(r.Context()) // a *pool.QueueFullError becomes a 503
+		h, err := p.Take(r.Context()) // pool.ErrQueueFull becomes a 503
 		if err != nil {
 			return err
 		}
-		defer p.GiveBack(h)
+		defer h.GiveBack()
 		fmt.Fprintln(w, "served")
 		return nil
 	})
@@ -51,7 +50,7 @@ func Example() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if h, err := p.Take(ctx); err == nil {
-			p.GiveBack(h)
+			h.GiveBack()
 		}
 	}()
 	for deadline := time.Now().Add(5 * time.Second); p.Stats().Queued == 0; runtime.Gosched() {
@@ -68,7 +67,7 @@ func Example() {
 		resp.Body.Close()
 		fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	p.GiveBack(held)
+	held.GiveBack()
 	<-queued
 	// Output:
 	// 503 1

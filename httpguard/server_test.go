@@ -3,6 +3,7 @@ package httpguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,9 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/httpguard"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/ratelimit"
@@ -47,8 +46,8 @@ func call(t *testing.T, url string) (int, string, string) {
 }
 
 func TestQueueFullIs503WithRetryAfter(t *testing.T) {
-	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
-		pool.Config{MaxObjects: 1, MaxQueueSize: 1, Leak: leak.Config{Disabled: true}})
+	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
+		pool.Config{MaxObjects: 1, MaxQueueSize: 1, LeakTrackingDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +58,7 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer p.GiveBack(h)
+		defer h.GiveBack()
 		_, _ = io.WriteString(w, "served")
 		return nil
 	}))
@@ -75,14 +74,14 @@ func TestQueueFullIs503WithRetryAfter(t *testing.T) {
 	go func() {
 		defer close(queued)
 		if h, err := p.Take(ctx); err == nil {
-			_ = p.GiveBack(h)
+			_ = h.GiveBack()
 		}
 	}()
 	waitUntil(t, "the caller queued", func() bool { return p.Stats().Queued == 1 })
 	code, ra, body := call(t, srv.URL)
 	cancel()
 	<-queued
-	_ = p.GiveBack(held)
+	_ = held.GiveBack()
 	if code != http.StatusServiceUnavailable || ra != "2" || strings.Contains(body, "queue") {
 		t.Fatalf("queue full: %d Retry-After %q body %q, want 503, 2, no error text", code, ra, body)
 	}
@@ -102,11 +101,11 @@ func TestWriteErrorAnswersRefusals(t *testing.T) {
 		status     int
 		retryAfter string
 	}{
-		{"queue full", &pool.QueueFullError{}, 503, "1"},
+		{"queue full", fmt.Errorf("take: %w", pool.ErrQueueFull), 503, "1"},
 		{"overloaded", &pool.OverloadError{}, 503, "1"},
 		{"rate limited", ratelimit.ErrLimited, 429, "1"},
 		{"failed fast", &pool.CreateError{Err: errors.New("refused"), FailedFast: true, RetryAt: now.Add(2500 * time.Millisecond)}, 503, "3"},
-		{"acquire timeout", &pool.AcquireTimeoutError{}, 503, "1"},
+		{"acquire timeout", fmt.Errorf("take: %w", pool.ErrAcquireTimeout), 503, "1"},
 	} {
 		rec := httptest.NewRecorder()
 		s.WriteError(rec, httptest.NewRequest("GET", "/", nil), tc.err)

@@ -24,9 +24,9 @@ func TestAcquireTimeoutBoundsTheWaitForAGiveBack(t *testing.T) {
 	if !errors.Is(r.err, ErrAcquireTimeout) || errors.Is(r.err, context.DeadlineExceeded) {
 		t.Fatalf("Take = %v, want ErrAcquireTimeout (and not the context's error)", r.err)
 	}
-	var ae *AcquireTimeoutError
+	var ae *acquireTimeoutError
 	if !errors.As(r.err, &ae) || ae.Bound != 2*time.Second || !strings.Contains(r.err.Error(), "AcquireTimeout 2s") {
-		t.Fatalf("error = %v, want an *AcquireTimeoutError naming the 2s bound", r.err)
+		t.Fatalf("error = %v, want an *acquireTimeoutError naming the 2s bound", r.err)
 	}
 	if s := h.p.Stats(); s.AcquireTimeouts != 1 || s.Waiting != 0 || s.Queued != 0 {
 		t.Fatalf("stats = %+v, want 1 acquire timeout and nobody waiting", s)

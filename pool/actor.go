@@ -349,10 +349,10 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	}
 	goBounded(p, parent, p.cfg.CreateTimeout, "create",
 		func(ctx context.Context) result {
-			obj, err := p.factory.Create(ctx)
-			if err == nil && p.hooks.AfterCreate != nil {
-				if err = p.hooks.AfterCreate(ctx, obj); err != nil {
-					p.destroyLate(obj, DestroyRejected) // never an entry
+			obj, err := p.f.Create(ctx)
+			if err == nil && p.f.AfterCreate != nil {
+				if err = p.f.AfterCreate(ctx, obj); err != nil {
+					p.destroyLate(obj, reasonRejected) // never an entry
 				}
 			}
 			return result{obj, err}
@@ -365,7 +365,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 		},
 		func(r result) {
 			if r.err == nil {
-				p.destroyLate(r.obj, DestroyLate)
+				p.destroyLate(r.obj, reasonLate)
 			}
 			p.lateEnded(nil)
 		})
@@ -407,7 +407,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, aband
 	a.createSucceeded()
 	switch {
 	case a.closing:
-		p.destroy(e, DestroyClosed)
+		p.destroy(e, reasonClosed)
 	case w != nil && w.deliver(created[T]{e: e}):
 	default:
 		e.idleSince = p.now.Load()
@@ -422,9 +422,9 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	case abandoned: // Test still runs: its goroutine destroys the object
 		a.abandon(e)
 	case a.closing:
-		a.p.destroy(e, DestroyClosed)
+		a.p.destroy(e, reasonClosed)
 	case err != nil:
-		a.p.destroy(e, DestroyTestFailed)
+		a.p.destroy(e, reasonTestFailed)
 	default:
 		a.p.pushIdle(e)
 	}
@@ -529,10 +529,10 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 	switch {
 	case e.expiresAt != 0 && now >= e.expiresAt:
 		idleLeft--
-		p.destroy(e, DestroyLifetime)
+		p.destroy(e, reasonLifetime)
 	case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
 		idleLeft--
-		p.destroy(e, DestroyIdle)
+		p.destroy(e, reasonIdle)
 	case e.idleSince < prev: // idle through the whole last interval
 		a.startTest(e)
 	default:
@@ -551,7 +551,10 @@ func (a *actor[T]) startTest(e *entry[T]) {
 	a.publishBusy()
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "test",
 		func(ctx context.Context) error {
-			err := p.factory.Test(ctx, e.obj)
+			var err error
+			if p.f.Test != nil {
+				err = p.f.Test(ctx, e.obj)
+			}
 			if err == nil {
 				err = ctx.Err() // a Test that ignored its deadline still failed it
 			}
@@ -565,7 +568,7 @@ func (a *actor[T]) startTest(e *entry[T]) {
 			p.send(message[T]{kind: msgTested, e: e, err: err})
 		},
 		func(error) {
-			p.destroyLate(e.obj, DestroyTestFailed)
+			p.destroyLate(e.obj, reasonTestFailed)
 			p.lateEnded(e)
 		})
 }
@@ -573,7 +576,7 @@ func (a *actor[T]) startTest(e *entry[T]) {
 // reportHeld reports, once per lease, each object held past HoldThreshold.
 func (a *actor[T]) reportHeld(now int64) {
 	p := a.p
-	threshold := p.cfg.Leak.HoldThreshold
+	threshold := p.cfg.HoldThreshold
 	if threshold <= 0 {
 		return
 	}

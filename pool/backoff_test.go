@@ -35,8 +35,8 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 	}
 	h.ev.wait(t, "created", int(burst))
 	s := h.p.Stats()
-	if d := s.NextCreateAttempt.Sub(h.clk.Now()); d < DefaultBackoffInitial/2 || d > DefaultBackoffInitial {
-		t.Fatalf("next attempt in %v, want within [Initial/2, Initial] = [%v, %v]", d, DefaultBackoffInitial/2, DefaultBackoffInitial)
+	if d := s.NextCreateAttempt.Sub(h.clk.Now()); d < defaultBackoffInitial/2 || d > defaultBackoffInitial {
+		t.Fatalf("next attempt in %v, want within [Initial/2, Initial] = [%v, %v]", d, defaultBackoffInitial/2, defaultBackoffInitial)
 	}
 	if !errors.Is(s.LastCreateError, boom) || int64(s.CreateFailuresInARow) != burst {
 		t.Fatalf("stats: last error %v, %d in a row; want %v, %d", s.LastCreateError, s.CreateFailuresInARow, boom, burst)
@@ -50,7 +50,7 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 		if h.f.attempts.Load() != before {
 			t.Fatal("a Take while creations are held back made an attempt")
 		}
-		h.clk.Advance(DefaultBackoffMax)
+		h.clk.Advance(defaultBackoffMax)
 		h.ev.wait(t, "retry", 1)
 		if _, err := h.p.Take(context.Background()); !errors.As(err, &ce) || ce.FailedFast || !errors.Is(err, boom) {
 			t.Fatalf("Take after the delay = %v, want its attempt's failure", err)
@@ -61,7 +61,7 @@ func TestCreationsBackOffForThePoolAsAWhole(t *testing.T) {
 		}
 	}
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Advance(DefaultBackoffMax)
+	h.clk.Advance(defaultBackoffMax)
 	h.ev.wait(t, "retry", 1)
 	var held []Handle[*fakeObj]
 	for range 10 { // a success ends the backoff: the pool fills at once
@@ -117,9 +117,6 @@ func TestFailureWithNothingAliveReachesTheCallerAtOnce(t *testing.T) {
 	}
 }
 
-// slowBackoff holds creations for 1s after a failure (500ms to 1s drawn).
-var slowBackoff = BackoffConfig{Initial: time.Second, Max: time.Second}
-
 // failOnce makes the factory fail with err and has a Take see it (a Take
 // that cannot wait for another attempt).
 func (h *harness) failOnce(err error) {
@@ -143,7 +140,7 @@ func TestCallerFailsFastWhileCreationsAreHeldBack(t *testing.T) {
 		{"acquire timeout", Config{AcquireTimeout: 400 * time.Millisecond}, func(*harness) context.Context { return context.Background() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.cfg.MaxObjects, c.cfg.CreateBackoff = 4, slowBackoff
+			c.cfg.MaxObjects, c.cfg.BackoffInitial, c.cfg.BackoffMax = 4, time.Second, time.Second
 			h := newHarness(t, c.cfg)
 			h.failOnce(boom)
 			next := h.p.Stats().NextCreateAttempt // at least 500ms away
@@ -191,7 +188,7 @@ func (h *harness) keepOneAndFail(err error) Handle[*fakeObj] {
 // waits, within its deadline, for a give-back or the next attempt.
 func TestCallerWaitsWhileAnObjectAliveMayServeIt(t *testing.T) {
 	t.Run("give-back", func(t *testing.T) {
-		h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+		h := newHarness(t, Config{MaxObjects: 4, BackoffInitial: time.Second, BackoffMax: time.Second})
 		kept := h.keepOneAndFail(errors.New("connection refused"))
 		w := h.takeAsync(h.withDeadline(2 * time.Second))
 		waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
@@ -203,7 +200,7 @@ func TestCallerWaitsWhileAnObjectAliveMayServeIt(t *testing.T) {
 		h.giveBack(r.h)
 	})
 	t.Run("next attempt", func(t *testing.T) {
-		h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+		h := newHarness(t, Config{MaxObjects: 4, BackoffInitial: time.Second, BackoffMax: time.Second})
 		kept := h.keepOneAndFail(errors.New("connection refused"))
 		w := h.takeAsync(h.withDeadline(2 * time.Second))
 		waitUntil(t, "it waits", func() bool { return h.p.Stats().Waiting == 1 })
@@ -222,7 +219,7 @@ func TestCallerWaitsWhileAnObjectAliveMayServeIt(t *testing.T) {
 // the outcome of the next attempt: its Take ends even though the factory
 // keeps failing.
 func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 4, CreateBackoff: slowBackoff})
+	h := newHarness(t, Config{MaxObjects: 4, BackoffInitial: time.Second, BackoffMax: time.Second})
 	boom := errors.New("connection refused")
 	kept := h.keepOneAndFail(boom)
 	w := h.takeAsync(context.Background())
@@ -245,7 +242,7 @@ func TestCallerWithoutDeadlineGetsTheNextAttemptsFailure(t *testing.T) {
 // A wait ended by the caller's deadline while creations fail says which
 // bound ended it and names the last creation failure.
 func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 3, AcquireTimeout: 3 * time.Second, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second}})
+	h := newHarness(t, Config{MaxObjects: 3, AcquireTimeout: 3 * time.Second, BackoffInitial: time.Second, BackoffMax: time.Second})
 	boom := errors.New("connection refused")
 	kept := h.keepOneAndFail(boom) // an object alive: the callers wait
 	gate := make(chan struct{})
@@ -282,7 +279,7 @@ func TestWaitEndedWhileCreationsFailNamesTheLastFailure(t *testing.T) {
 // While failing, at most one attempt is in flight, however many callers
 // wait.
 func TestOneAttemptInFlightWhileFailing(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 8, CreateBackoff: slowBackoff})
+	h := newHarness(t, Config{MaxObjects: 8, BackoffInitial: time.Second, BackoffMax: time.Second})
 	h.failOnce(errors.New("connection refused"))
 	gate := make(chan struct{})
 	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, nil })
@@ -352,7 +349,7 @@ func TestRetryAfterErrorFailsTheWaitersAndHoldsCreations(t *testing.T) {
 
 // IgnoreRetryAfter treats such an error as any other failure.
 func TestIgnoreRetryAfter(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{IgnoreRetryAfter: true}})
+	h := newHarness(t, Config{MaxObjects: 2, IgnoreRetryAfter: true})
 	rejected := &retryAfterErr{at: h.clk.Now().Add(time.Hour)}
 	h.failOnce(rejected)
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
@@ -360,10 +357,10 @@ func TestIgnoreRetryAfter(t *testing.T) {
 	h.giveBack(h.take())
 }
 
-// With CreateBackoff.Disabled, each failure goes to its caller and the next
+// With BackoffDisabled, each failure goes to its caller and the next
 // caller's creation is tried at once, as before.
 func TestBackoffDisabled(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{Disabled: true}})
+	h := newHarness(t, Config{MaxObjects: 2, BackoffDisabled: true})
 	boom := errors.New("connection refused")
 	for i := range 3 {
 		h.failOnce(boom)
@@ -382,7 +379,7 @@ func TestBackoffDisabled(t *testing.T) {
 // per LogInterval with the count of failures it stands for, and the
 // recovery.
 func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, BackoffInitial: time.Second, BackoffMax: time.Second, FailureLogInterval: 10 * time.Second})
 	const failures = 30
 	h.failEverySecond(failures)
 	if n := h.f.attempts.Load(); n != failures {
@@ -423,7 +420,7 @@ func TestCreateFailuresAreLoggedAtABoundedRate(t *testing.T) {
 // actor may see such a Take before its own timer: hopeless() reads the
 // clock; integration/sqldriver TestNativePgxThroughTheGuard met it.)
 func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, CreateBackoff: slowBackoff})
+	h := newHarness(t, Config{MaxObjects: 2, BackoffInitial: time.Second, BackoffMax: time.Second})
 	boom := errors.New("connection refused")
 	for i := range 40 {
 		h.f.set(func(f *fakeFactory) { f.createErr = boom })
@@ -438,7 +435,7 @@ func TestCallerAtTheRetryTimeGetsTheAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cycle %d: Take at the retry time = %v, want the attempt's object", i, err)
 		}
-		if err := h.p.Discard(hd); err != nil {
+		if err := hd.Discard(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -475,7 +472,7 @@ func TestCallerAtTheRejectionsRetryTimeGetsTheAttempt(t *testing.T) {
 // A recovery that comes before a line may be logged is reported by the
 // next tick as a recovery, with the failures no line reported.
 func TestRecoveryReportedByATickSaysRecovered(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour, BackoffInitial: time.Second, BackoffMax: time.Second, FailureLogInterval: 10 * time.Second})
 	h.failEverySecond(3) // the first failure at Debug (its caller has it), the second at once (the run persists), the third is not
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.clk.Advance(time.Second)

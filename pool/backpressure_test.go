@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
 )
 
 // fullServer is a factory in front of a server that accepts limit objects
@@ -48,9 +46,9 @@ func backPressureFor(d time.Duration) func(error) (time.Duration, bool) {
 // limit.
 func newFullServerHarness(t *testing.T, cfg Config, limit int64) (*harness, *fullServer) {
 	var s *fullServer
-	h := newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] {
+	h := newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] {
 		s = &fullServer{fakeFactory: f, limit: limit}
-		return s
+		return factoryOf[*fakeObj](s)
 	})
 	return h, s
 }
@@ -68,7 +66,7 @@ func TestBackPressureShrinksThePoolToWhatTheServerAccepted(t *testing.T) {
 			hd, err := h.p.Take(context.Background())
 			if err == nil {
 				<-release
-				err = h.p.GiveBack(hd)
+				err = hd.GiveBack()
 			}
 			results <- takeResult{hd, err}
 		}()
@@ -166,7 +164,7 @@ func TestBackPressureQueueLimitApplies(t *testing.T) {
 	w2 := h.takeAsync(context.Background())
 	waitUntil(t, "a second queues", func() bool { return h.p.Stats().Queued == 2 })
 	_, err := h.p.Take(context.Background())
-	var qf *QueueFullError
+	var qf *queueFullError
 	if !errors.As(err, &qf) || qf.MaxObjects != 2 {
 		t.Fatalf("Take = %v, want ErrQueueFull naming the effective size 2", err)
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
 )
 
 // BenchmarkTakeGiveBack measures one goroutine taking and giving back an
@@ -18,14 +15,14 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 		name string
 		cfg  Config
 	}{
-		{"bare", Config{Leak: leak.Config{Disabled: true}}},
+		{"bare", Config{LeakTrackingDisabled: true}},
 		{"leak", Config{}},
-		{"lifetime", Config{Leak: leak.Config{Disabled: true}, MaxLifetime: time.Hour}},
-		{"hold-threshold", Config{Leak: leak.Config{Disabled: true, HoldThreshold: time.Hour}}},
+		{"lifetime", Config{LeakTrackingDisabled: true, MaxLifetime: time.Hour}},
+		{"hold-threshold", Config{LeakTrackingDisabled: true, HoldThreshold: time.Hour}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.MaxObjects = 8
-			p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, c.cfg)
+			p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, c.cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -37,7 +34,7 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := p.GiveBack(h); err != nil {
+				if err := h.GiveBack(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -50,19 +47,19 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 // checks add.
 func BenchmarkKeyedTakeGiveBack(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		lc   leak.Config
+		name     string
+		disabled bool
 	}{
-		{"bare", leak.Config{Disabled: true}},
-		{"leak", leak.Config{}},
+		{"bare", true},
+		{"leak", false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			k, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: 8, Leak: c.lc})
+			k, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: 8, LeakTrackingDisabled: c.disabled})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer k.Close(context.Background())
-			f := factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}
+			f := Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}
 			for _, key := range []string{"primary", "replica"} {
 				if _, err := k.Add(key, f, Config{}); err != nil {
 					b.Fatal(err)
@@ -75,7 +72,7 @@ func BenchmarkKeyedTakeGiveBack(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := k.GiveBack(h); err != nil {
+				if err := h.GiveBack(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -63,9 +63,9 @@ func boundError[T any](p *Pool[T], ctx context.Context, what string, timeout tim
 // the call that has it: one refused by AfterCreate, or one that a call the
 // pool gave up on returned late (whose slot is freed once that call tells
 // the actor it has ended: lateEnded).
-func (p *Pool[T]) destroyLate(obj T, why DestroyReason) {
+func (p *Pool[T]) destroyLate(obj T, why destroyReason) {
 	if p.closed.Load() {
-		why = DestroyClosed
+		why = reasonClosed
 	}
 	p.destroyObject(obj, why)
 }

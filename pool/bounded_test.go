@@ -37,7 +37,7 @@ func TestCreateTimeoutIsEnforcedOnACreateDeafToItsContext(t *testing.T) {
 	if m := h.f.maxLive.Load(); m != 1 {
 		t.Fatalf("%d objects alive at once, MaxObjects 1", m)
 	}
-	if s := h.p.Stats(); s.Destroyed(DestroyLate) != 1 || s.Creating != 0 {
+	if s := h.p.Stats(); s.Destroys.Late != 1 || s.Creating != 0 {
 		t.Fatalf("stats %+v; want the late object destroyed, nothing creating", s)
 	}
 	h.giveBack(r.h)

@@ -40,10 +40,10 @@ import (
 //   - an idle object of a key nobody of that key waits for, and which has
 //     more idle than its MinIdle, is evicted: the least recently used first
 //     (by the pool's coarse clock: ties go to the key with the most idle to
-//     spare), destroyed as DestroyEvicted;
+//     spare), destroyed as evicted (DestroyCounts.Evicted);
 //   - an object given back to a key while claims wait goes to the loop
 //     (putIdle: a message, never on the fast path otherwise) and is
-//     destroyed as DestroyYielded, if nobody of its key waits for it and the
+//     destroyed as yielded (DestroyCounts.Yielded), if nobody of its key waits for it and the
 //     key keeps its MinIdle, or if its key holds more than one object more
 //     than the key of the claim served next: so a key under constant load
 //     cannot starve another of the budget, which flows from the key holding
@@ -326,7 +326,7 @@ func (b *budget[T]) starve(a *actor[T], w *waiter[T]) {
 	if n := b.waiting.Add(1); n > int64(b.maxQueue) {
 		b.waiting.Add(-1)
 		a.p.counters.queueFull.Add(1)
-		w.deliver(created[T]{err: &QueueFullError{Waiting: int(n - 1), MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
+		w.deliver(created[T]{err: &queueFullError{Waiting: int(n - 1), MaxQueueSize: b.maxQueue, MaxObjects: b.max}})
 		return
 	}
 	if !w.claim.CompareAndSwap(claimNone, claimCounted) { // its caller has left
@@ -532,7 +532,7 @@ func (b *budget[T]) evict() {
 		if e == nil {
 			return
 		}
-		a.p.destroy(e, DestroyEvicted)
+		a.p.destroy(e, reasonEvicted)
 	}
 }
 
@@ -611,9 +611,9 @@ func (b *budget[T]) onYield(a *actor[T], e *entry[T]) {
 	b.purge()
 	switch {
 	case a.closing || p.closed.Load():
-		p.destroy(e, DestroyClosed)
+		p.destroy(e, reasonClosed)
 	case b.yieldFrom(a):
-		p.destroy(e, DestroyYielded)
+		p.destroy(e, reasonYielded)
 	default:
 		p.pushIdle(e)
 	}

@@ -63,7 +63,7 @@ func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2})
 	h.add("a", Config{})
 	bf := &fakeFactory{}
-	pb := h.addOf("b", bf, Config{})
+	pb := h.addOf("b", factoryOf[*fakeObj](bf), Config{})
 	h.add("c", Config{})
 	a1, b1 := h.take("a"), h.take("b")
 	bf.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
@@ -72,7 +72,7 @@ func TestKeyedCallerClaimsTheBudgetAgainAfterItsCreationFailed(t *testing.T) {
 	waitUntil(t, "b backs off", func() bool { return h.k.Stats().Keys["b"].NextCreateAttempt.After(h.clk.Now()) })
 	c1 := h.take("c") // the failed creation's slot: the budget is spent again
 	bf.set(func(f *fakeFactory) { f.createErr = nil })
-	h.clk.Advance(pb.Config().CreateBackoff.Max)
+	h.clk.Advance(pb.Config().BackoffMax)
 	h.ev.wait(t, "retry", 1) // b's caller claims the budget again
 	h.giveBack(c1)           // yielded to it
 	hw := h.served(w)
@@ -98,7 +98,7 @@ func TestKeyedGiveBackBetweenScanAndPublicationServesTheClaim(t *testing.T) {
 	h.giveBack(a)
 	release()
 	h.giveBack(h.served(b)) // no tick: the fake clock does not move
-	if s := h.k.Stats(); s.Keys["a"].Destroys.Total() != 1 || s.Keys["b"].Creates != 1 {
+	if s := h.k.Stats(); totalDestroyed(s.Keys["a"].Destroys) != 1 || s.Keys["b"].Creates != 1 {
 		t.Fatalf("a destroyed %v, b created %d; want a's object destroyed for b's", s.Keys["a"].Destroys, s.Keys["b"].Creates)
 	}
 }
@@ -109,7 +109,7 @@ func TestKeyedGiveBackBetweenScanAndPublicationServesTheClaim(t *testing.T) {
 // budget at once, not at the next tick.
 func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3, MaxQueueSize: 10})
-	h.add("x", Config{MaxObjects: 2, Overload: OverloadConfig{Policy: OverloadDeadline}})
+	h.add("x", Config{MaxObjects: 2, Overload: OverloadDeadline})
 	h.add("z", Config{})
 	// x's objects are held 100ms (as in overloadHarness), as many times as
 	// the policy needs to judge.
@@ -139,8 +139,8 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 		t.Fatalf("x's late caller: %v, want an *OverloadError at its turn", r.err)
 	}
 	h.giveBack(h.served(zc)) // no tick: the fake clock does not tick
-	if s := h.k.Stats(); s.Keys["x"].Destroyed(DestroyEvicted) != 1 || s.Keys["z"].Creates != 2 {
-		t.Fatalf("x evicted %d, z created %d; want x's idle object evicted for z's caller", s.Keys["x"].Destroyed(DestroyEvicted), s.Keys["z"].Creates)
+	if s := h.k.Stats(); s.Keys["x"].Destroys.Evicted != 1 || s.Keys["z"].Creates != 2 {
+		t.Fatalf("x evicted %d, z created %d; want x's idle object evicted for z's caller", s.Keys["x"].Destroys.Evicted, s.Keys["z"].Creates)
 	}
 	h.giveBack(r2)
 	h.giveBack(z1)
@@ -164,7 +164,7 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 	b := h.claim("b", 1)
 	h.giveBack(as[0]) // a 4, b 0: to b
 	hb := h.served(b)
-	h.destroyed("a", DestroyYielded, 1)
+	h.destroyed("a", reasonYielded, 1)
 	// a holds 3, below its cap: its queued callers claim the budget too,
 	// before c's caller comes.
 	waitUntil(t, "a's queued callers claim the budget", func() bool { return h.k.Pool("a").Stats().Total == 3 })
@@ -172,15 +172,15 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 
 	h.giveBack(as[1]) // a 3, c 0: to c, although a's callers wait and claimed first
 	hc := h.served(c)
-	h.destroyed("a", DestroyYielded, 2)
+	h.destroyed("a", reasonYielded, 2)
 	if !pending(aw1) || !pending(aw2) {
 		t.Fatal("a's queued caller got the object that went to c")
 	}
 	h.giveBack(as[2]) // a 2, c 1: a's own
 	ha1 := h.served(aw1)
 	s := h.k.Stats()
-	if s.Keys["a"].Total != 2 || s.Keys["b"].Total != 1 || s.Keys["c"].Total != 1 || s.Keys["a"].Destroyed(DestroyYielded) != 2 {
-		t.Fatalf("a %d, b %d, c %d, a yielded %d; want 2, 1, 1, 2", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["c"].Total, s.Keys["a"].Destroyed(DestroyYielded))
+	if s.Keys["a"].Total != 2 || s.Keys["b"].Total != 1 || s.Keys["c"].Total != 1 || s.Keys["a"].Destroys.Yielded != 2 {
+		t.Fatalf("a %d, b %d, c %d, a yielded %d; want 2, 1, 1, 2", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["c"].Total, s.Keys["a"].Destroys.Yielded)
 	}
 	h.giveBack(as[3])
 	h.giveBack(h.served(aw2))
@@ -221,7 +221,7 @@ func TestKeyedKeyClosedWithACreationInFlightKeepsItsSlot(t *testing.T) {
 	if m := h.f.maxLive.Load(); m != 1 {
 		t.Fatalf("%d objects alive at once, budget 1", m)
 	}
-	if s := h.k.Stats(); s.Destroyed(DestroyClosed) != 1 || s.Keys["b"].Creates != 1 {
+	if s := h.k.Stats(); s.Destroys.Closed != 1 || s.Keys["b"].Creates != 1 {
 		t.Fatalf("destroyed %v, b created %d; want a's late object destroyed (its key closed), b's made", s.Destroys, s.Keys["b"].Creates)
 	}
 }
@@ -234,7 +234,7 @@ func TestKeyedStatsKeepOnlyTheCountsOfClosedKeys(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2, MaxQueueSize: 100})
 	failing := &fakeFactory{}
 	failing.createErr = errors.New("connection refused")
-	down := h.addOf("down", failing, Config{})
+	down := h.addOf("down", factoryOf[*fakeObj](failing), Config{})
 	if _, err := h.k.Take(context.Background(), "down"); err == nil {
 		t.Fatal("Take of a key whose creations fail succeeded")
 	}
@@ -294,7 +294,7 @@ func TestKeyedTryTakeMakesRoomFromAnotherKeysIdleObjects(t *testing.T) {
 		t.Fatalf("TryTake once b has an idle object = %v", err)
 	}
 	h.giveBack(hd)
-	if s := h.k.Stats(); s.Keys["a"].Destroyed(DestroyEvicted) != 1 || h.f.maxLive.Load() != 1 {
-		t.Fatalf("a evicted %d, %d alive at once; want a's idle object evicted, budget 1", s.Keys["a"].Destroyed(DestroyEvicted), h.f.maxLive.Load())
+	if s := h.k.Stats(); s.Keys["a"].Destroys.Evicted != 1 || h.f.maxLive.Load() != 1 {
+		t.Fatalf("a evicted %d, %d alive at once; want a's idle object evicted, budget 1", s.Keys["a"].Destroys.Evicted, h.f.maxLive.Load())
 	}
 }

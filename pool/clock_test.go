@@ -10,14 +10,14 @@ import (
 
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/resilience"
 )
 
 // Holds shorter than the threshold are never reported, however the ticks
 // fall: hold time is measured from the real take time, not the last tick.
 func TestShortHoldsAreNeverReportedHeldTooLong(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2, ValidationInterval: 300 * time.Millisecond,
-		Leak: leak.Config{HoldThreshold: 50 * time.Millisecond}})
+		HoldThreshold: 50 * time.Millisecond})
 	for range 20 {
 		h.clk.Advance(290 * time.Millisecond) // just before the next tick
 		a := h.take()
@@ -56,7 +56,7 @@ func TestTakeNeverHandsOutAnObjectPastItsLifetime(t *testing.T) {
 		t.Fatal("Take handed out an object 1s old, MaxLifetime 1s")
 	}
 	h.giveBack(b)
-	waitUntil(t, "the expired object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyLifetime) == 1 })
+	waitUntil(t, "the expired object is destroyed", func() bool { return h.p.Stats().Destroys.Lifetime == 1 })
 }
 
 // Jitter shorter than the tick interval still spreads expiry: each object
@@ -88,22 +88,22 @@ func TestLifetimeJitterTakesEffectBetweenTicks(t *testing.T) {
 		h.giveBack(hd)
 	}
 	waitUntil(t, "the expired objects are destroyed", func() bool {
-		return h.p.Stats().Destroyed(DestroyLifetime) == uint64(expired)
+		return h.p.Stats().Destroys.Lifetime == uint64(expired)
 	})
 }
 
-func TestValidateRefusesAnIdleLimitShorterThanTheInterval(t *testing.T) {
-	err := Config{MaxIdle: 10 * time.Second, ValidationInterval: 30 * time.Second}.Validate()
-	var ce *ConfigError
+func TestNewRefusesAnIdleLimitShorterThanTheInterval(t *testing.T) {
+	err := newPoolErr(t, Config{MaxIdle: 10 * time.Second, ValidationInterval: 30 * time.Second})
+	var ce *resilience.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "MaxIdle" || !strings.Contains(err.Error(), "ValidationInterval") {
-		t.Fatalf("Validate = %v, want a ConfigError for MaxIdle naming ValidationInterval", err)
+		t.Fatalf("New = %v, want a ConfigError for MaxIdle naming ValidationInterval", err)
 	}
 	// Left to its default, the interval follows a short MaxIdle.
 	if got := (Config{MaxIdle: 10 * time.Second}).withDefaults().ValidationInterval; got != 10*time.Second {
 		t.Fatalf("default ValidationInterval with MaxIdle 10s = %v, want 10s", got)
 	}
-	if err := (Config{MaxIdle: 10 * time.Second}).Validate(); err != nil {
-		t.Fatalf("Validate = %v", err)
+	if err := newPoolErr(t, Config{MaxIdle: 10 * time.Second}); err != nil {
+		t.Fatalf("New = %v", err)
 	}
 }
 
@@ -135,7 +135,7 @@ func TestSystemClockTakesTheFastPath(t *testing.T) {
 		{"clock.System()", clock.System(), true},
 		{"clocktest", clocktest.New(time.Time{}), false},
 	} {
-		p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, Clock: c.clk, Leak: leak.Config{Disabled: true}})
+		p, err := New[*fakeObj](factoryOf[*fakeObj](&fakeFactory{}), Config{MaxObjects: 1, Clock: c.clk, LeakTrackingDisabled: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,8 +164,8 @@ func TestSystemClockTakesTheFastPath(t *testing.T) {
 // context's deadline, allocates nothing on the system clock (leak tracking
 // off): the wait's timer is recycled and its clock readings are monotonic.
 func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
-	p, err := New[*fakeObj](&fakeFactory{}, Config{MaxObjects: 1, AcquireTimeout: time.Hour,
-		Clock: clock.System(), Leak: leak.Config{Disabled: true}})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](&fakeFactory{}), Config{MaxObjects: 1, AcquireTimeout: time.Hour,
+		Clock: clock.System(), LeakTrackingDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
 			for p.queued.Load() == 0 {
 				runtime.Gosched()
 			}
-			if e := p.GiveBack(h); err == nil {
+			if e := h.GiveBack(); err == nil {
 				err = e
 			}
 		}
@@ -198,7 +198,7 @@ func TestBoundedWaitOnTheSystemClockAllocatesNothing(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.Creates != 1 || s.Waits < 50 {

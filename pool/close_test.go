@@ -15,11 +15,17 @@ func TestCloseReleasesWaitersAndDestroysObjectsAsTheyComeBack(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1})
 	a := h.take()
 	w := h.waiting(context.Background(), 1)
+	if h.p.Stats().Closed {
+		t.Fatal("Stats.Closed before Close")
+	}
 
 	closed := make(chan error, 1)
 	go func() { closed <- h.p.Close(context.Background()) }()
 	if r := <-w; !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("waiter got %v, want ErrClosed", r.err)
+	}
+	if !h.p.Stats().Closed {
+		t.Fatal("Stats.Closed false once Close has released the waiters")
 	}
 	if _, err := h.p.Take(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Take after Close = %v, want ErrClosed", err)
@@ -36,7 +42,7 @@ func TestCloseReleasesWaitersAndDestroysObjectsAsTheyComeBack(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	if s := h.p.Stats(); s.Total != 0 || s.Destroyed(DestroyClosed) != 1 || h.f.live.Load() != 0 {
+	if s := h.p.Stats(); s.Total != 0 || s.Destroys.Closed != 1 || h.f.live.Load() != 0 {
 		t.Fatalf("after Close: stats %+v, live %d; want everything destroyed", s, h.f.live.Load())
 	}
 }
@@ -59,7 +65,7 @@ func TestCloseDestroysIdleObjectsAtOnce(t *testing.T) {
 
 func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	f := &fakeFactory{}
-	p, err := New[*fakeObj](f, Config{MaxObjects: 1, Clock: newFakeClock()})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 1, Clock: newFakeClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +79,7 @@ func TestCloseReturnsContextErrorWhileObjectsAreOut(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 object still alive (1 in use)") {
 		t.Fatalf("Close = %v, want context.Canceled naming 1 object in use", err)
 	}
-	if err := p.GiveBack(a); err != nil {
+	if err := a.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -128,7 +134,7 @@ func TestCloseReleasesEveryWaiter(t *testing.T) {
 func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	f := &fakeFactory{}
-	p, err := New[*fakeObj](f, Config{MaxObjects: 3, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 3, Clock: newFakeClock(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,18 +147,18 @@ func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.GiveBack(c); err != nil { // idle
+	if err := c.GiveBack(); err != nil { // idle
 		t.Fatal(err)
 	}
 	p.StartClose()
 	if _, err := p.Take(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Take after StartClose = %v", err)
 	}
-	waitUntil(t, "the idle object is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 1 })
-	if err := p.GiveBack(a); err != nil {
+	waitUntil(t, "the idle object is destroyed", func() bool { return p.Stats().Destroys.Closed == 1 })
+	if err := a.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the object given back is destroyed", func() bool { return p.Stats().Destroyed(DestroyClosed) == 2 })
+	waitUntil(t, "the object given back is destroyed", func() bool { return p.Stats().Destroys.Closed == 2 })
 	done := func() bool {
 		select {
 		case <-p.done:
@@ -168,7 +174,7 @@ func TestStartCloseEndsAsObjectsComeBackOrAreFoundLost(t *testing.T) {
 		runtime.GC()
 		return done()
 	})
-	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || s.Total != 0 || f.live.Load() != 0 {
+	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroys.Leaked != 1 || s.Total != 0 || f.live.Load() != 0 {
 		t.Fatalf("stats = %+v, live %d; want the lost object destroyed and nothing left", s, f.live.Load())
 	}
 	goleak.VerifyNone(t, ignore)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/resilience"
 )
 
 // The creation gate: what the actor does when creations fail.
@@ -15,7 +16,7 @@ import (
 // Healthy, a request for a creation takes a slot when the actor accepts it
 // (total counts it) and starts as soon as MaxConcurrentCreates allows.
 //
-// After a failure (CreateBackoff on), the gate is failing until a creation
+// After a failure (the backoff on, Config.BackoffDisabled unset), the gate is failing until a creation
 // succeeds: it is held (no creation starts) until its timer fires, a
 // backoff delay later, and then lets one creation run at a time, the probe.
 // Meanwhile requests hold no slot, so that every caller that needs a
@@ -38,7 +39,7 @@ import (
 // Every field is the actor's.
 type createGate struct {
 	limit    int   // the effective MaxObjects
-	failing  bool  // a creation failed and none has succeeded since (CreateBackoff on)
+	failing  bool  // a creation failed and none has succeeded since (the backoff on)
 	held     bool  // no creation starts until timer fires
 	retryAt  int64 // when held: when it fires (pool clock)
 	pauseErr error // held by this error's retry time: requests fail with it
@@ -115,7 +116,7 @@ func (a *actor[T]) mayStart() bool {
 // were in flight when the first one failed bring no news of the server.
 func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	p, g := a.p, &a.gate
-	bc := p.cfg.CreateBackoff
+	c := &p.cfg
 	now := p.clock()
 	fresh := epoch == g.epoch
 	if fresh {
@@ -127,8 +128,8 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	// Each branch holds the gate, then logs and publishes (noted; the log
 	// says whether a caller gets the failure, see logFailure), then answers
 	// callers: a caller that gets the failure finds it in Stats.
-	if ra := retryAfterOf(err); !bc.IgnoreRetryAfter && !ra.IsZero() && p.clockOf(ra) > now {
-		g.failing = !bc.Disabled // after the pause, one attempt at a time
+	if ra, ok := resilience.RetryAfter(err); !c.IgnoreRetryAfter && ok && p.clockOf(ra) > now {
+		g.failing = !c.BackoffDisabled // after the pause, one attempt at a time
 		a.hold(now, p.clockOf(ra), err, false)
 		all := func(*waiter[T]) bool { return true }
 		a.noted(now, w != nil || a.anyPending(all), persists)
@@ -157,7 +158,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 		g.growFromAlive = true
 		delay = int64(d)
 	}
-	if bc.Disabled {
+	if c.BackoffDisabled {
 		if delay > 0 {
 			a.hold(now, addSat(now, delay), nil, true)
 		}
@@ -170,7 +171,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	g.failing = true
 	if fresh || !g.held {
 		g.level++
-		a.hold(now, addSat(now, max(delay, int64(bc.delay(g.level)))), nil, delay > 0)
+		a.hold(now, addSat(now, max(delay, int64(c.backoff(g.level)))), nil, delay > 0)
 	}
 	// With nothing alive to be given back and no other creation in flight,
 	// nothing can serve the callers waiting for a creation before the next
@@ -371,14 +372,15 @@ func (a *actor[T]) publishFailure() {
 	a.p.failure.Store(r)
 }
 
-// delay is the backoff after the n-th failure in a row: Initial doubled
-// n-1 times, at most Max, drawn between half of it and all of it.
-func (b BackoffConfig) delay(n int) time.Duration {
-	d := b.Initial
-	for i := 1; i < n && d < b.Max; i++ {
+// backoff is the delay after the n-th failure in a row: BackoffInitial
+// doubled n-1 times, at most BackoffMax, drawn between half of it and all
+// of it.
+func (c *Config) backoff(n int) time.Duration {
+	d := c.BackoffInitial
+	for i := 1; i < n && d < c.BackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, b.Max)
+	d = min(d, c.BackoffMax)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
@@ -404,7 +406,7 @@ func (a *actor[T]) logFailure(now int64, told, persists bool) {
 	g.unlogged++
 	switch {
 	case g.warned:
-		if now-g.lineAt >= int64(a.p.cfg.CreateBackoff.LogInterval) {
+		if now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
 			a.logLine(now, false)
 		}
 	case told && !persists:
@@ -427,7 +429,7 @@ func (a *actor[T]) logRecovery() {
 		return
 	}
 	now := a.p.clock()
-	if now-g.lineAt < int64(a.p.cfg.CreateBackoff.LogInterval) {
+	if now-g.lineAt < int64(a.p.cfg.FailureLogInterval) {
 		g.recoveryUnlogged = true
 		return
 	}
@@ -438,7 +440,7 @@ func (a *actor[T]) logRecovery() {
 // has reported yet: failures, or its end.
 func (a *actor[T]) flushFailureLog(now int64) {
 	g := &a.gate
-	if g.warned && (g.unlogged > 0 || g.recoveryUnlogged) && now-g.lineAt >= int64(a.p.cfg.CreateBackoff.LogInterval) {
+	if g.warned && (g.unlogged > 0 || g.recoveryUnlogged) && now-g.lineAt >= int64(a.p.cfg.FailureLogInterval) {
 		a.logLine(now, g.failures == 0)
 	}
 }
@@ -452,7 +454,7 @@ func (a *actor[T]) logLine(now int64, recovered bool) {
 	if recovered {
 		level = slog.LevelInfo
 	}
-	a.logGate(now, recovered, level, AttrFailures, g.unlogged)
+	a.logGate(now, recovered, level, attrFailures, g.unlogged)
 	g.lineAt, g.unlogged = now, 0
 	g.warned, g.recoveryUnlogged = !recovered, false
 }
@@ -464,7 +466,7 @@ func (a *actor[T]) logDebug(kind EventKind) {
 		return
 	}
 	if kind == EventCreateRecovered {
-		a.logGate(a.p.clock(), true, slog.LevelDebug, AttrFailures, a.gate.failures)
+		a.logGate(a.p.clock(), true, slog.LevelDebug, attrFailures, a.gate.failures)
 		return
 	}
 	a.logGate(a.p.clock(), false, slog.LevelDebug)
@@ -477,16 +479,16 @@ func (a *actor[T]) logGate(now int64, recovered bool, level slog.Level, extra ..
 	if recovered {
 		kind = EventCreateRecovered
 	}
-	args := append([]any{AttrPool, p.cfg.Name, AttrEvent, kind.String()}, extra...)
-	args = append(args, AttrInARow, g.failures, AttrError, g.lastErr)
+	args := append([]any{attrPool, p.cfg.Name, attrEvent, kind.String()}, extra...)
+	args = append(args, attrInARow, g.failures, attrError, g.lastErr)
 	if g.held {
-		args = append(args, AttrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
+		args = append(args, attrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
 	}
 	if g.limit < p.cfg.MaxObjects {
-		args = append(args, AttrEffectiveMax, g.limit)
+		args = append(args, attrEffectiveMax, g.limit)
 	}
 	if recovered {
-		args = append(args, AttrRecovered, true)
+		args = append(args, attrRecovered, true)
 	}
 	p.cfg.Logger.Log(context.Background(), level, kind.message(), args...)
 }

@@ -46,7 +46,8 @@
 // of calls given up on included, and Close waits for them.
 //
 // When creations fail, the pool backs off as a whole, not once per waiting
-// caller (Config.CreateBackoff, on by default): after a failure it makes no
+// caller (Config.BackoffInitial and the fields after it; on by default):
+// after a failure it makes no
 // attempt for a delay (50ms, doubling up to 1s, drawn between half and all
 // of it), then one attempt at a time, for the oldest caller waiting, until
 // one succeeds. A caller that needs a creation waits for the next attempt;
@@ -61,7 +62,7 @@
 // attempt: the first of a run, when its caller got it, at Debug (the caller
 // reports it); a run that persists (the attempt after the backoff fails
 // too) or a failure nobody got at Warn, then at most once per
-// CreateBackoff.LogInterval, as one line with their count; the end of a
+// Config.FailureLogInterval, as one line with their count; the end of a
 // run logged at Warn at Info.
 //
 // Config.BackPressure recognises the creation errors by which a server says
@@ -86,11 +87,12 @@
 // this off; OverloadCoDel is the controlled delay of Facebook's "Fail at
 // Scale" (see OverloadPolicy, and bench/ for the measurements).
 //
-// Every Take hands out a Handle: give it back with GiveBack, or with Discard
-// when the object is broken. A Handle that is lost without either is found
-// by the garbage collector (see package leak), reported as LEAK-DETECTED and
-// its object destroyed so that its slot is freed; Close runs collections to
-// find such Handles. Each Take's Handle has its own token (one small
+// Every Take hands out a Handle: give it back with its GiveBack, or with its
+// Discard when the object is broken (a Handle knows its pool, as puddle's
+// Resource does). A Handle that is lost without either is found by the
+// garbage collector (unless Config.LeakTrackingDisabled), reported as
+// LEAK-DETECTED and its object destroyed so that its slot is freed; Close
+// runs collections to find such Handles. Each Take's Handle has its own token (one small
 // allocation per Take with leak tracking on), so live copies of earlier
 // Handles never hide a later loss. A Handle must not be stored in its own
 // object (see Handle).
@@ -98,7 +100,7 @@
 // The pool's time for idle time is a coarse clock advanced once per
 // ValidationInterval (the actor's tick), which keeps the clock off the fast
 // path: MaxIdle is enforced to within one interval, and handles held past
-// Leak.HoldThreshold are reported at the first tick after it. Lifetimes and
+// Config.HoldThreshold are reported at the first tick after it. Lifetimes and
 // hold times are measured with a clock read at the Take, made only when
 // MaxLifetime or HoldThreshold is set, so that an expired object is never
 // handed out and a hold is reported with its true length.

@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 var (
 	// ErrClosed is returned by Take and TryTake once Close has been called,
 	// and to callers still waiting when it is.
 	ErrClosed = errors.New("pool: closed")
-	// ErrQueueFull is matched (errors.Is) by the *QueueFullError a Take
-	// returns when the pool is full and MaxQueueSize callers already wait
-	// for an object to be given back.
+	// ErrQueueFull is matched (errors.Is) by the error a Take returns when
+	// the pool is full and MaxQueueSize callers already wait for an object
+	// to be given back; its text gives the counts.
 	ErrQueueFull = errors.New("pool: wait queue full")
-	// ErrAcquireTimeout is matched (errors.Is) by the *AcquireTimeoutError a
-	// Take returns when Config.AcquireTimeout ended its wait.
+	// ErrAcquireTimeout is matched (errors.Is) by the error a Take returns
+	// when Config.AcquireTimeout ended its wait; its text names the bound,
+	// and its Timeout method reports true, as net.Error does.
 	ErrAcquireTimeout = errors.New("pool: acquire timeout")
 	// ErrOverloaded is matched (errors.Is) by the *OverloadError a Take
 	// returns when the overload policy fails it fast.
@@ -25,21 +28,20 @@ var (
 	// ErrNoIdleObject is returned by TryTake when no idle object is ready.
 	ErrNoIdleObject = errors.New("pool: no idle object")
 	// ErrAlreadyReturned is returned when a Handle is given back (or
-	// discarded) a second time, or after its object was reclaimed as leaked.
+	// discarded) a second time, or after its object was reclaimed as leaked,
+	// and for the zero Handle.
 	ErrAlreadyReturned = errors.New("pool: handle already given back")
-	// ErrForeignHandle is returned for a Handle this pool did not hand out.
-	ErrForeignHandle = errors.New("pool: handle not from this pool")
 )
 
-// QueueFullError says a Take was refused at once because the wait queue was
+// queueFullError says a Take was refused at once because the wait queue was
 // full. errors.Is(err, ErrQueueFull) is true for it.
-type QueueFullError struct {
+type queueFullError struct {
 	Waiting      int // callers waiting for a give-back when the Take was refused
 	MaxQueueSize int
 	MaxObjects   int
 }
 
-func (e *QueueFullError) Error() string {
+func (e *queueFullError) Error() string {
 	return fmt.Sprintf("pool: wait queue full: %s already waiting (MaxQueueSize %d, MaxObjects %d)",
 		count(e.Waiting, "caller"), e.MaxQueueSize, e.MaxObjects)
 }
@@ -54,27 +56,27 @@ func count[N int | int64](n N, noun string) string {
 }
 
 // Is makes errors.Is(err, ErrQueueFull) true.
-func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
+func (e *queueFullError) Is(target error) bool { return target == ErrQueueFull }
 
-// AcquireTimeoutError says a Take waited Config.AcquireTimeout without
+// acquireTimeoutError says a Take waited Config.AcquireTimeout without
 // getting an object. errors.Is(err, ErrAcquireTimeout) is true for it; it is
 // not the caller's context's error, which a Take returns as it is.
-type AcquireTimeoutError struct {
+type acquireTimeoutError struct {
 	Bound      time.Duration // Config.AcquireTimeout
 	MaxObjects int
 	Waiting    int // callers waiting when it gave up, itself included
 }
 
-func (e *AcquireTimeoutError) Error() string {
+func (e *acquireTimeoutError) Error() string {
 	return fmt.Sprintf("pool: no object within AcquireTimeout %v (MaxObjects %d, %s waiting)",
 		e.Bound, e.MaxObjects, count(e.Waiting, "caller"))
 }
 
 // Is makes errors.Is(err, ErrAcquireTimeout) true.
-func (e *AcquireTimeoutError) Is(target error) bool { return target == ErrAcquireTimeout }
+func (e *acquireTimeoutError) Is(target error) bool { return target == ErrAcquireTimeout }
 
 // Timeout reports true, as net.Error does for a timeout.
-func (e *AcquireTimeoutError) Timeout() bool { return true }
+func (e *acquireTimeoutError) Timeout() bool { return true }
 
 // CreateError says a Take failed because creating an object failed. Err is
 // the factory's error: that of the creation made for this Take, or, when the
@@ -109,18 +111,19 @@ func (e *CreateError) Error() string {
 func (e *CreateError) Unwrap() error { return e.Err }
 
 // RetryAfter returns RetryAt, or the retry time Err carries when RetryAt is
-// zero: the protocol of package resilience (RetryAfterer).
+// zero: the protocol of package resilience (see resilience.RetryAfter).
 func (e *CreateError) RetryAfter() time.Time {
 	if !e.RetryAt.IsZero() {
 		return e.RetryAt
 	}
-	return retryAfterOf(e.Err)
+	t, _ := resilience.RetryAfter(e.Err)
+	return t
 }
 
 // WaitError is the error of a Take whose wait ended, by its context or by
 // AcquireTimeout, while the pool's creations were failing: Err is what ended
-// the wait (ctx.Err() or an *AcquireTimeoutError), LastCreateErr the
-// factory's last error. errors.Is and errors.As see both (but not a
+// the wait (ctx.Err() or an error matching ErrAcquireTimeout), LastCreateErr
+// the factory's last error. errors.Is and errors.As see both (but not a
 // *CreateError: this Take did not fail because of one).
 type WaitError struct {
 	Err           error
@@ -182,32 +185,10 @@ func (e *OverloadError) Is(target error) bool { return target == ErrOverloaded }
 // Timeout reports true: the caller would have missed its deadline.
 func (e *OverloadError) Timeout() bool { return true }
 
-// retryAfterOf returns the retry time err (or an error it wraps) carries
-// through a method RetryAfter() time.Time, the protocol of package
-// resilience, or zero.
-func retryAfterOf(err error) time.Time {
-	var ra interface{ RetryAfter() time.Time }
-	if err == nil || !errors.As(err, &ra) {
-		return time.Time{}
-	}
-	return ra.RetryAfter()
-}
-
 // clockString formats a time of the pool's clock for an error message.
 func clockString(t time.Time) string {
 	if t.IsZero() {
 		return "the next Take"
 	}
 	return t.Format("15:04:05.000")
-}
-
-// ConfigError names a Config field whose value is not accepted.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string // what is accepted
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("pool: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
 }

@@ -4,11 +4,30 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 // EventKind says what happened to a pool.
+//
+// Each event is logged through Config.Logger, at the level its kind states,
+// as a line whose attributes have stable names, for log queries. Every line
+// carries:
+//
+//	pool                   Config.Name
+//	event                  EventKind.String: create_failed, create_recovered, destroyed, ...
+//
+// and, as the event has them:
+//
+//	reason                 destroyed, destroy failed: the reason's name (Event.Reason)
+//	error                  create failed, destroy failed: the factory's error
+//	failures               create failed: failures since the last line; create recovered: in a row
+//	in_a_row               create failed: failures in a row
+//	next_attempt_in        create failed, while creations are held back
+//	effective_max_objects  create failed and recovered, while back-pressure lowers it
+//	recovered              create recovered: true
+//	taken_at               LEAK-DETECTED, HELD-TOO-LONG: the taker's stack
+//	action                 LEAK-DETECTED: what the pool did
+//	held                   HELD-TOO-LONG: how long the Handle has been held
+//	threshold              HELD-TOO-LONG: Config.HoldThreshold
 type EventKind uint8
 
 // The kinds of event. Their String values are stable: the "event"
@@ -16,7 +35,7 @@ type EventKind uint8
 const (
 	// EventCreateFailed: a creation failed. Err, Failures (in a row),
 	// RetryAt (the next attempt, while creations are held back). Logged by
-	// state (see CreateBackoff.LogInterval): at Debug for the first of a
+	// state (see Config.FailureLogInterval): at Debug for the first of a
 	// run that its caller got, at Warn once the run persists or for one
 	// nobody got, then at a bounded rate, one line standing for the
 	// failures since the last one.
@@ -31,12 +50,12 @@ const (
 	// destroyed for Reason; its slot is free all the same. Logged at Warn.
 	EventDestroyFailed
 	// EventLeak: a Handle was lost without GiveBack; its object is
-	// destroyed and its slot freed. TakenAt. Logged at Error as
-	// leak.MsgLeak (LEAK-DETECTED).
+	// destroyed and its slot freed. TakenAt. Logged at Error with the
+	// message LEAK-DETECTED (stable, so that logs can be searched).
 	EventLeak
 	// EventHeldTooLong: a Handle has been held for Held, past Threshold
-	// (Leak.HoldThreshold); reported once per take. TakenAt. Logged at Warn
-	// as leak.MsgHeld (HELD-TOO-LONG).
+	// (Config.HoldThreshold); reported once per take. TakenAt. Logged at
+	// Warn with the message HELD-TOO-LONG (stable).
 	EventHeldTooLong
 	// EventClosing: Close or StartClose was called. Logged at Debug.
 	EventClosing
@@ -56,6 +75,12 @@ func (k EventKind) String() string {
 	return eventNames[k]
 }
 
+// The messages of the leak reports; stable, so that logs can be searched.
+const (
+	msgLeak = "LEAK-DETECTED"
+	msgHeld = "HELD-TOO-LONG"
+)
+
 // message is the log message of k.
 func (k EventKind) message() string {
 	switch k {
@@ -66,9 +91,9 @@ func (k EventKind) message() string {
 	case EventDestroyFailed:
 		return "destroy failed"
 	case EventLeak:
-		return leak.MsgLeak
+		return msgLeak
 	case EventHeldTooLong:
-		return leak.MsgHeld
+		return msgHeld
 	}
 	return k.String()
 }
@@ -92,55 +117,55 @@ type Event struct {
 	Time     time.Time // on Config.Clock
 	Pool     string    // Config.Name
 	Kind     EventKind
-	Reason   DestroyReason // EventDestroyed, EventDestroyFailed
-	Err      error         // EventCreateFailed, EventDestroyFailed: the factory's error
-	Failures int           // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
-	RetryAt  time.Time     // EventCreateFailed: the next attempt, while creations are held back
+	Reason   string    // EventDestroyed, EventDestroyFailed: the reason's name, a DestroyCounts field's JSON name ("idle", "leaked", ...)
+	Err      error     // EventCreateFailed, EventDestroyFailed: the factory's error
+	Failures int       // EventCreateFailed: in a row, this one included; EventCreateRecovered: the failures it ends
+	RetryAt  time.Time // EventCreateFailed: the next attempt, while creations are held back
 	// Held and Threshold are EventHeldTooLong's hold time and
-	// Leak.HoldThreshold.
+	// Config.HoldThreshold.
 	Held, Threshold time.Duration
 	// TakenAt is the stack of the code that took the object (EventLeak,
-	// EventHeldTooLong), or a note that Leak.CaptureStack is off.
+	// EventHeldTooLong), or a note that Config.LeakCaptureStack is off.
 	TakenAt string
 }
 
-// Attribute names of the pool's log lines; they are stable. Every line
-// carries AttrPool and AttrEvent; the others as listed.
+// The attribute names of the pool's log lines, listed in EventKind's doc;
+// they are stable.
 const (
-	AttrPool          = "pool"                  // Config.Name
-	AttrEvent         = "event"                 // EventKind.String
-	AttrReason        = "reason"                // destroyed, destroy failed: DestroyReason.String
-	AttrError         = "error"                 // create failed, destroy failed
-	AttrFailures      = "failures"              // create failed: failures since the last line; recovered: in a row
-	AttrInARow        = "in_a_row"              // create failed: failures in a row
-	AttrNextAttemptIn = "next_attempt_in"       // create failed, while creations are held back
-	AttrEffectiveMax  = "effective_max_objects" // create failed/recovered, while back-pressure lowers it
-	AttrRecovered     = "recovered"             // create recovered: true
-	AttrTakenAt       = "taken_at"              // LEAK-DETECTED, HELD-TOO-LONG: the taker's stack
-	AttrAction        = "action"                // LEAK-DETECTED: what the pool did
-	AttrHeld          = "held"                  // HELD-TOO-LONG
-	AttrThreshold     = "threshold"             // HELD-TOO-LONG
+	attrPool          = "pool"
+	attrEvent         = "event"
+	attrReason        = "reason"
+	attrError         = "error"
+	attrFailures      = "failures"
+	attrInARow        = "in_a_row"
+	attrNextAttemptIn = "next_attempt_in"
+	attrEffectiveMax  = "effective_max_objects"
+	attrRecovered     = "recovered"
+	attrTakenAt       = "taken_at"
+	attrAction        = "action"
+	attrHeld          = "held"
+	attrThreshold     = "threshold"
 )
 
-// Attrs returns e's fields as slog attributes under the Attr names,
-// leaving out those that do not apply (Time is the record's own).
-func (e Event) Attrs() []slog.Attr {
-	as := []slog.Attr{slog.String(AttrPool, e.Pool), slog.String(AttrEvent, e.Kind.String())}
+// attrs returns e's fields as slog attributes under their names, leaving
+// out those that do not apply (Time is the record's own).
+func (e Event) attrs() []slog.Attr {
+	as := []slog.Attr{slog.String(attrPool, e.Pool), slog.String(attrEvent, e.Kind.String())}
 	switch e.Kind {
 	case EventDestroyed, EventDestroyFailed:
-		as = append(as, slog.String(AttrReason, e.Reason.String()))
+		as = append(as, slog.String(attrReason, e.Reason))
 	case EventCreateRecovered:
-		as = append(as, slog.Int(AttrFailures, e.Failures), slog.Bool(AttrRecovered, true))
+		as = append(as, slog.Int(attrFailures, e.Failures), slog.Bool(attrRecovered, true))
 	case EventCreateFailed:
-		as = append(as, slog.Int(AttrInARow, e.Failures))
+		as = append(as, slog.Int(attrInARow, e.Failures))
 	case EventLeak:
-		as = append(as, slog.String(AttrTakenAt, e.TakenAt), slog.String(AttrAction, "object destroyed and its slot freed"))
+		as = append(as, slog.String(attrTakenAt, e.TakenAt), slog.String(attrAction, "object destroyed and its slot freed"))
 	case EventHeldTooLong:
-		as = append(as, slog.Duration(AttrHeld, e.Held), slog.Duration(AttrThreshold, e.Threshold),
-			slog.String(AttrTakenAt, e.TakenAt))
+		as = append(as, slog.Duration(attrHeld, e.Held), slog.Duration(attrThreshold, e.Threshold),
+			slog.String(attrTakenAt, e.TakenAt))
 	}
 	if e.Err != nil {
-		as = append(as, slog.Any(AttrError, e.Err))
+		as = append(as, slog.Any(attrError, e.Err))
 	}
 	return as
 }
@@ -158,16 +183,20 @@ func (p *Pool[T]) emit(e Event, log bool) {
 		p.cfg.OnEvent(e)
 	}
 	if log {
-		p.cfg.Logger.LogAttrs(context.Background(), level, e.Kind.message(), e.Attrs()...)
+		p.cfg.Logger.LogAttrs(context.Background(), level, e.Kind.message(), e.attrs()...)
 	}
 }
 
 // destroyObject destroys obj for why, reports it, and counts it.
-func (p *Pool[T]) destroyObject(obj T, why DestroyReason) {
-	if err := p.factory.Destroy(obj); err != nil {
-		p.emit(Event{Kind: EventDestroyFailed, Reason: why, Err: err}, true)
+func (p *Pool[T]) destroyObject(obj T, why destroyReason) {
+	var err error
+	if p.f.Destroy != nil {
+		err = p.f.Destroy(obj)
+	}
+	if err != nil {
+		p.emit(Event{Kind: EventDestroyFailed, Reason: why.String(), Err: err}, true)
 	} else {
-		p.emit(Event{Kind: EventDestroyed, Reason: why}, true)
+		p.emit(Event{Kind: EventDestroyed, Reason: why.String()}, true)
 	}
 	p.counters.destroys[why].Add(1)
 }

@@ -8,9 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
 )
 
 // eventLog collects the events OnEvent receives.
@@ -40,9 +37,9 @@ func (l *eventLog) of(k EventKind) []Event {
 func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 	var got eventLog
 	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", OnEvent: got.add,
-		CreateBackoff: BackoffConfig{Disabled: true}, Leak: leak.Config{Disabled: true}})
+		BackoffDisabled: true, LeakTrackingDisabled: true})
 	// A destroy for a reason, two failed creations, a recovery.
-	if err := h.p.Discard(h.take()); err != nil {
+	if err := h.take().Discard(); err != nil {
 		t.Fatal(err)
 	}
 	h.ev.wait(t, "destroyed", 1)
@@ -61,7 +58,7 @@ func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if d := got.of(EventDestroyed); len(d) != 2 || d[0].Reason != DestroyDiscarded || d[1].Reason != DestroyClosed || d[0].Pool != "orders" {
+	if d := got.of(EventDestroyed); len(d) != 2 || d[0].Reason != "discarded" || d[1].Reason != "closed" || d[0].Pool != "orders" {
 		t.Fatalf("destroyed events = %+v, want discarded then closed, pool orders", d)
 	}
 	f := got.of(EventCreateFailed)
@@ -94,13 +91,13 @@ func TestEventsReachTheListenerAndTheLog(t *testing.T) {
 func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 	var got eventLog
 	errClose := errors.New("close: broken pipe")
-	h := newHarnessOf(t, Config{MaxObjects: 1, OnEvent: got.add, Leak: leak.Config{Disabled: true}},
-		func(f *fakeFactory) factory.Factory[*fakeObj] { return destroyFails{f, errClose} })
+	h := newHarnessOf(t, Config{MaxObjects: 1, OnEvent: got.add, LeakTrackingDisabled: true},
+		func(f *fakeFactory) Factory[*fakeObj] { return factoryOf[*fakeObj](destroyFails{f, errClose}) })
 	hd := h.take()
 	hd.Value().broken.Store(true) // Validate fails at give-back: destroyed as invalid
-	_ = h.p.GiveBack(hd)
+	_ = hd.GiveBack()
 	h.ev.wait(t, "destroyed", 1)
-	if d := got.of(EventDestroyFailed); len(d) != 1 || d[0].Reason != DestroyInvalid || !errors.Is(d[0].Err, errClose) {
+	if d := got.of(EventDestroyFailed); len(d) != 1 || d[0].Reason != "invalid" || !errors.Is(d[0].Err, errClose) {
 		t.Fatalf("destroy_failed events = %+v", d)
 	}
 	if log := h.log.String(); !strings.Contains(log, `level=WARN msg="destroy failed" pool=pool event=destroy_failed reason=invalid error="close: broken pipe"`) {
@@ -111,7 +108,7 @@ func TestDestroyFailedIsLoggedWithItsReason(t *testing.T) {
 func TestLeakAndHeldTooLongEvents(t *testing.T) {
 	var got eventLog
 	h := newHarness(t, Config{MaxObjects: 2, Name: "orders", OnEvent: got.add, ValidationInterval: 30 * time.Second,
-		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
+		LeakCaptureStack: true, HoldThreshold: time.Minute})
 	held := h.take()
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
@@ -128,8 +125,8 @@ func TestLeakAndHeldTooLongEvents(t *testing.T) {
 	}
 	h.giveBack(held)
 	log := h.log.String()
-	for _, want := range []string{"level=ERROR msg=" + leak.MsgLeak + " pool=orders event=leak_detected taken_at=",
-		"level=WARN msg=" + leak.MsgHeld + " pool=orders event=held_too_long held="} {
+	for _, want := range []string{"level=ERROR msg=" + msgLeak + " pool=orders event=leak_detected taken_at=",
+		"level=WARN msg=" + msgHeld + " pool=orders event=held_too_long held="} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 )
 
@@ -15,12 +14,12 @@ type conn struct{ id int }
 
 func Example() {
 	next := 0
-	f := factory.Funcs[*conn]{
-		CreateFunc: func(ctx context.Context) (*conn, error) {
+	f := pool.Factory[*conn]{
+		Create: func(ctx context.Context) (*conn, error) {
 			next++ // the actor runs one creation at a time here (MaxConcurrentCreates 1)
 			return &conn{id: next}, nil
 		},
-		DestroyFunc: func(c *conn) error { return nil },
+		Destroy: func(c *conn) error { return nil },
 	}
 	p, err := pool.New[*conn](f, pool.Config{MaxObjects: 2, MaxConcurrentCreates: 1})
 	if err != nil {
@@ -33,17 +32,17 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("took conn", h.Value().id)
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		panic(err)
 	}
-	fmt.Println("giving back twice:", p.GiveBack(h))
+	fmt.Println("giving back twice:", h.GiveBack())
 	// Output:
 	// took conn 1
 	// giving back twice: pool: handle already given back
 }
 
 func ExamplePool_Take_queueFull() {
-	f := factory.Funcs[*conn]{CreateFunc: func(context.Context) (*conn, error) { return &conn{}, nil }}
+	f := pool.Factory[*conn]{Create: func(context.Context) (*conn, error) { return &conn{}, nil }}
 	p, _ := pool.New[*conn](f, pool.Config{MaxObjects: 1, MaxQueueSize: 1})
 	defer p.Close(context.Background())
 
@@ -59,7 +58,7 @@ func ExamplePool_Take_queueFull() {
 	fmt.Println(err)
 	cancel()
 	fmt.Println(<-waiting)
-	_ = p.GiveBack(held)
+	_ = held.GiveBack()
 	// Output:
 	// true
 	// pool: wait queue full: 1 caller already waiting (MaxQueueSize 1, MaxObjects 1)
@@ -70,11 +69,11 @@ func ExamplePool_Take_queueFull() {
 // attempt fails at once, with the last failure and the time of that attempt.
 func ExamplePool_Take_creationsFailing() {
 	refused := errors.New("connection refused")
-	f := factory.Funcs[*conn]{CreateFunc: func(context.Context) (*conn, error) { return nil, refused }}
+	f := pool.Factory[*conn]{Create: func(context.Context) (*conn, error) { return nil, refused }}
 	p, _ := pool.New[*conn](f, pool.Config{
-		MaxObjects:    4,
-		CreateBackoff: pool.BackoffConfig{Initial: time.Second}, // the next attempt 0.5-1s after a failure
-		Logger:        slog.New(slog.DiscardHandler),
+		MaxObjects:     4,
+		BackoffInitial: time.Second, // the next attempt 0.5-1s after a failure
+		Logger:         slog.New(slog.DiscardHandler),
 	})
 	defer p.Close(context.Background())
 	take := func() error {

@@ -34,7 +34,7 @@ func linesAt(log *logBuffer, level string) []string {
 // one Warn line says so at once, and its end one Info line; in between, at
 // most one line per LogInterval.
 func TestCreateFailureTheCallerGetsIsNotLoggedAtWarn(t *testing.T) {
-	h, log := newLoggedHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h, log := newLoggedHarness(t, Config{MaxObjects: 2, BackoffInitial: time.Second, BackoffMax: time.Second, FailureLogInterval: 10 * time.Second})
 	h.failEverySecond(1)
 	if w := linesAt(log, "WARN"); len(w) != 0 {
 		t.Fatalf("one failure, which its caller got, logged at Warn: %q", w)
@@ -68,7 +68,7 @@ func TestCreateFailureTheCallerGetsIsNotLoggedAtWarn(t *testing.T) {
 // attempt logs nothing above Debug, its end included; a tick does not
 // report it later.
 func TestShortFailureRunTheCallersGotStaysAtDebug(t *testing.T) {
-	h, log := newLoggedHarness(t, Config{MaxObjects: 2, CreateBackoff: BackoffConfig{Initial: time.Second, Max: time.Second, LogInterval: 10 * time.Second}})
+	h, log := newLoggedHarness(t, Config{MaxObjects: 2, BackoffInitial: time.Second, BackoffMax: time.Second, FailureLogInterval: 10 * time.Second})
 	h.failEverySecond(1)
 	h.f.set(func(f *fakeFactory) { f.createErr = nil })
 	h.heldBack()
@@ -89,9 +89,16 @@ func TestShortFailureRunTheCallersGotStaysAtDebug(t *testing.T) {
 // A failure nobody gets (a creation for MinIdle) is logged at Warn at
 // once: the log is its only report.
 func TestCreateFailureNobodyGetsIsLoggedAtWarn(t *testing.T) {
-	h, log := newLoggedHarness(t, Config{MaxObjects: 2, MinIdle: 1, CreateBackoff: slowBackoff})
-	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("connection refused") })
-	h.clk.Tick(t, DefaultValidationInterval) // the tick refills
+	log := &logBuffer{}
+	cfg := Config{MaxObjects: 2, MinIdle: 1, BackoffInitial: time.Second, BackoffMax: time.Second,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	// The factory fails from the start: the pool's first refill, which New
+	// starts, fails (set after New, the refill could succeed first and no
+	// refill would be needed again).
+	h := newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] {
+		f.createErr = errors.New("connection refused")
+		return factoryOf[*fakeObj](f)
+	})
 	waitUntil(t, "the refill failed", func() bool { return len(linesAt(log, "WARN")) > 0 || h.p.Stats().CreateFailures > 0 })
 	waitUntil(t, "its line", func() bool { return len(linesAt(log, "WARN")) == 1 })
 	if w := linesAt(log, "WARN"); !strings.Contains(w[0], `msg="create failed"`) {

@@ -5,22 +5,42 @@ import (
 	"runtime"
 )
 
-// GiveBack returns h's object to the pool: it is validated, then handed to
+// GiveBack returns h's object to its pool: it is validated, then handed to
 // the caller that has waited longest, or kept idle. An object that fails
-// Validate or has outlived its lifetime is destroyed. Giving back twice
-// returns ErrAlreadyReturned, a Handle from elsewhere ErrForeignHandle; the
-// pool is unharmed by either.
-func (p *Pool[T]) GiveBack(h Handle[T]) error {
+// Validate or has outlived its lifetime is destroyed. In a Keyed, the object
+// goes back to its key. Giving back twice (or after Discard, or after the
+// object was reclaimed as leaked) returns ErrAlreadyReturned, as does the
+// zero Handle; the pool is unharmed.
+func (h Handle[T]) GiveBack() error {
+	if h.e == nil {
+		return ErrAlreadyReturned
+	}
+	return h.e.pool.giveBack(h)
+}
+
+// Discard destroys h's object instead of giving it back: use it for an
+// object found broken. Its slot is freed for a new object (in a Keyed, it
+// goes to whoever waits for the budget first). It returns
+// ErrAlreadyReturned as GiveBack does.
+func (h Handle[T]) Discard() error {
+	if h.e == nil {
+		return ErrAlreadyReturned
+	}
+	return h.e.pool.discard(h)
+}
+
+// giveBack is GiveBack for h, a Handle of p.
+func (p *Pool[T]) giveBack(h Handle[T]) error {
 	e, err := p.claim(h)
 	if err != nil {
 		return err
 	}
 	switch {
 	case !p.valid(e.obj):
-		p.destroy(e, DestroyInvalid)
+		p.destroy(e, reasonInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
-		p.destroy(e, DestroyLifetime)
-	case p.hooks.AfterGiveBack != nil && !p.closed.Load():
+		p.destroy(e, reasonLifetime)
+	case p.f.AfterGiveBack != nil && !p.closed.Load():
 		p.afterGiveBack(e)
 	default:
 		p.putIdle(e)
@@ -35,32 +55,31 @@ func (p *Pool[T]) GiveBack(h Handle[T]) error {
 func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 	p.checking.Add(1)
 	goBounded(p, context.Background(), p.cfg.TestTimeout, "AfterGiveBack",
-		func(ctx context.Context) error { return p.hooks.AfterGiveBack(ctx, e.obj) },
+		func(ctx context.Context) error { return p.f.AfterGiveBack(ctx, e.obj) },
 		func(err, errBound error) {
 			p.checking.Add(-1)
 			switch {
 			case errBound != nil: // the hook still runs: its goroutine destroys the object
 				p.send(message[T]{kind: msgAbandoned, e: e})
 			case err != nil:
-				p.destroy(e, DestroyRejected)
+				p.destroy(e, reasonRejected)
 			default:
 				p.putIdle(e)
 			}
 		},
 		func(error) {
-			p.destroyLate(e.obj, DestroyRejected)
+			p.destroyLate(e.obj, reasonRejected)
 			p.lateEnded(e)
 		})
 }
 
-// Discard destroys h's object instead of giving it back: use it for an
-// object found broken. Its slot is freed for a new object.
-func (p *Pool[T]) Discard(h Handle[T]) error {
+// discard is Discard for h, a Handle of p.
+func (p *Pool[T]) discard(h Handle[T]) error {
 	e, err := p.claim(h)
 	if err != nil {
 		return err
 	}
-	p.destroy(e, DestroyDiscarded)
+	p.destroy(e, reasonDiscarded)
 	return nil
 }
 
@@ -68,9 +87,6 @@ func (p *Pool[T]) Discard(h Handle[T]) error {
 // reclaim wins.
 func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 	e := h.e
-	if e == nil || e.pool != p {
-		return nil, ErrForeignHandle
-	}
 	if !e.lease.CompareAndSwap(h.lease, h.lease+1) {
 		return nil, ErrAlreadyReturned
 	}
@@ -143,7 +159,7 @@ func (p *Pool[T]) drainClosed() (slots int) {
 	for i := range p.idle.shards {
 		s := &p.idle.shards[i]
 		for e := s.pop(); e != nil; e = s.pop() {
-			p.destroy(e, DestroyClosed)
+			p.destroy(e, reasonClosed)
 		}
 	}
 	wake := false
@@ -156,7 +172,7 @@ func (p *Pool[T]) drainClosed() (slots int) {
 			case kindSlot:
 				slots++
 			default:
-				p.destroy(e, DestroyClosed)
+				p.destroy(e, reasonClosed)
 			}
 		default:
 			if wake {

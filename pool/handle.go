@@ -81,6 +81,3 @@ type Handle[T any] struct {
 // Value returns the object. It must not be used after the Handle is given
 // back or discarded.
 func (h Handle[T]) Value() T { return h.e.obj }
-
-// Valid reports whether h was returned by a successful Take.
-func (h Handle[T]) Valid() bool { return h.e != nil }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/factory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -112,6 +111,16 @@ func (f *fakeFactory) Destroy(o *fakeObj) error {
 	f.destroyed = append(f.destroyed, o.id)
 	f.mu.Unlock()
 	return nil
+}
+
+// factoryOf is the Factory of m's methods: a fake factory of these tests.
+func factoryOf[T any](m interface {
+	Create(ctx context.Context) (T, error)
+	Validate(obj T) error
+	Test(ctx context.Context, obj T) error
+	Destroy(obj T) error
+}) Factory[T] {
+	return Factory[T]{Create: m.Create, Validate: m.Validate, Test: m.Test, Destroy: m.Destroy}
 }
 
 func (f *fakeFactory) set(fn func(f *fakeFactory)) {
@@ -227,14 +236,14 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return f })
+	return newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] { return factoryOf[*fakeObj](f) })
 }
 
 // newHarnessOf is newHarness with the factory that of makes of the fake one.
 // When the test ends it closes the pool and waits until every object is
 // destroyed (an object a bounded call gave up on is destroyed when that call
 // returns).
-func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) factory.Factory[*fakeObj]) *harness {
+func newHarnessOf(t *testing.T, cfg Config, of func(*fakeFactory) Factory[*fakeObj]) *harness {
 	t.Helper()
 	h := &harness{t: t, f: &fakeFactory{}, clk: newFakeClock(), ev: newEvents(), log: &logBuffer{}}
 	cfg.Clock = h.clk
@@ -270,7 +279,7 @@ func (h *harness) take() Handle[*fakeObj] {
 
 func (h *harness) giveBack(hd Handle[*fakeObj]) {
 	h.t.Helper()
-	if err := h.p.GiveBack(hd); err != nil {
+	if err := hd.GiveBack(); err != nil {
 		h.t.Fatalf("GiveBack: %v", err)
 	}
 }
@@ -315,7 +324,7 @@ func (h *harness) heldBack() {
 func (h *harness) afterBackoff() {
 	h.t.Helper()
 	h.heldBack()
-	h.clk.Advance(h.p.cfg.CreateBackoff.Max)
+	h.clk.Advance(h.p.cfg.BackoffMax)
 	h.ev.wait(h.t, "retry", 1)
 }
 

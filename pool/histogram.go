@@ -52,8 +52,8 @@ type Histogram struct {
 	Counts []uint64
 }
 
-// Total is the number of Takes counted.
-func (h Histogram) Total() uint64 {
+// total is the number of Takes counted.
+func (h Histogram) total() uint64 {
 	var n uint64
 	for _, c := range h.Counts {
 		n += c
@@ -66,7 +66,7 @@ func (h Histogram) Total() uint64 {
 // was counted, and the last bucket's lower bound ("at least d") and false
 // when q falls in that last, unbounded bucket.
 func (h Histogram) Quantile(q float64) (d time.Duration, ok bool) {
-	total := h.Total()
+	total := h.total()
 	if total == 0 {
 		return 0, false
 	}

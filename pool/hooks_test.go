@@ -7,28 +7,24 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
 )
 
-// hookedFactory is fakeFactory with hooks.
-type hookedFactory struct {
-	*fakeFactory
-	hooks factory.Hooks[*fakeObj]
-}
-
-func (f hookedFactory) LifecycleHooks() factory.Hooks[*fakeObj] { return f.hooks }
-
-func newHookedHarness(t *testing.T, cfg Config, hooks factory.Hooks[*fakeObj]) *harness {
+// newHookedHarness is a harness whose factory is the fake one with the hooks
+// of hooks.
+func newHookedHarness(t *testing.T, cfg Config, hooks Factory[*fakeObj]) *harness {
 	t.Helper()
-	return newHarnessOf(t, cfg, func(f *fakeFactory) factory.Factory[*fakeObj] { return hookedFactory{f, hooks} })
+	return newHarnessOf(t, cfg, func(f *fakeFactory) Factory[*fakeObj] {
+		ff := factoryOf[*fakeObj](f)
+		ff.AfterCreate, ff.BeforeHandOut, ff.AfterGiveBack = hooks.AfterCreate, hooks.BeforeHandOut, hooks.AfterGiveBack
+		return ff
+	})
 }
 
 func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
 	var calls atomic.Int32
 	fail := errors.New("SET search_path failed")
 	var failNext atomic.Bool
-	h := newHookedHarness(t, Config{MaxObjects: 1}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: 1}, Factory[*fakeObj]{
 		AfterCreate: func(ctx context.Context, o *fakeObj) error {
 			calls.Add(1)
 			if ctx.Value(ctxKey{}) != "caller" {
@@ -50,7 +46,7 @@ func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("AfterCreate ran %d times for one object", n)
 	}
-	if err := h.p.Discard(h.take()); err != nil {
+	if err := h.take().Discard(); err != nil {
 		t.Fatal(err)
 	}
 	failNext.Store(true)
@@ -60,7 +56,7 @@ func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
 		t.Fatalf("Take = %v, want a *CreateError with the hook's error", err)
 	}
 	waitUntil(t, "the refused object is destroyed", func() bool { return h.f.live.Load() == 0 })
-	if s := h.p.Stats(); s.CreateFailures != 1 || s.Total != 0 || s.Destroyed(DestroyRejected) != 1 {
+	if s := h.p.Stats(); s.CreateFailures != 1 || s.Total != 0 || s.Destroys.Rejected != 1 {
 		t.Fatalf("stats = %+v, want 1 create failure, its object destroyed as rejected, the slot free", s)
 	}
 }
@@ -68,7 +64,7 @@ func TestAfterCreatePreparesEachNewObjectAndFailsTheCreation(t *testing.T) {
 func TestBeforeHandOutRejectsAnIdleObjectAndTakeLooksAgain(t *testing.T) {
 	var bad atomic.Pointer[fakeObj]
 	var calls atomic.Int32
-	h := newHookedHarness(t, Config{MaxObjects: 2, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: 2, TestTimeout: time.Minute}, Factory[*fakeObj]{
 		BeforeHandOut: func(ctx context.Context, o *fakeObj) error {
 			calls.Add(1)
 			if ctx.Value(ctxKey{}) != "caller" {
@@ -98,13 +94,13 @@ func TestBeforeHandOutRejectsAnIdleObjectAndTakeLooksAgain(t *testing.T) {
 		t.Fatalf("Take handed out %v after %d checks; want another than the rejected %v, after 2", c.Value(), calls.Load(), bad.Load())
 	}
 	h.giveBack(c)
-	waitUntil(t, "the rejected object is destroyed", func() bool { return h.p.Stats().Destroyed(DestroyRejected) == 1 })
+	waitUntil(t, "the rejected object is destroyed", func() bool { return h.p.Stats().Destroys.Rejected == 1 })
 }
 
 func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
 	gate := make(chan struct{})
 	var verdict atomic.Pointer[error]
-	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, Factory[*fakeObj]{
 		AfterGiveBack: func(ctx context.Context, o *fakeObj) error {
 			<-gate
 			if e := verdict.Load(); e != nil {
@@ -127,7 +123,7 @@ func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
 	gate <- struct{}{}
 	waitUntil(t, "the object is discarded", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyRejected) == 1 && s.Total == 0
+		return s.Destroys.Rejected == 1 && s.Total == 0
 	})
 	close(gate)
 }
@@ -137,7 +133,7 @@ func TestAfterGiveBackRunsInTheBackgroundAndMayDiscard(t *testing.T) {
 // freed once the object is destroyed.
 func TestAfterGiveBackPastTestTimeoutKeepsTheSlotUntilItReturns(t *testing.T) {
 	gate := make(chan struct{})
-	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: 10 * time.Millisecond}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: 10 * time.Millisecond}, Factory[*fakeObj]{
 		AfterGiveBack: func(context.Context, *fakeObj) error { <-gate; return nil }, // deaf to ctx
 	})
 	h.giveBack(h.take())
@@ -157,7 +153,7 @@ func TestAfterGiveBackPastTestTimeoutKeepsTheSlotUntilItReturns(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("next Take = %v", r.err)
 	}
-	if s := h.p.Stats(); s.Destroyed(DestroyRejected) != 1 || h.f.maxLive.Load() != 1 {
+	if s := h.p.Stats(); s.Destroys.Rejected != 1 || h.f.maxLive.Load() != 1 {
 		t.Fatalf("stats %+v, %d alive at once; want the hook's object destroyed, 1 alive at once", s, h.f.maxLive.Load())
 	}
 	h.giveBack(r.h)
@@ -175,7 +171,7 @@ func TestBeforeHandOutBoundAllocatesNothingForAContextThatCannotEnd(t *testing.T
 		defer mu.Unlock()
 		return last
 	}
-	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: 1, TestTimeout: time.Minute}, Factory[*fakeObj]{
 		BeforeHandOut: func(ctx context.Context, _ *fakeObj) error {
 			mu.Lock()
 			last = ctx
@@ -236,7 +232,7 @@ func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
 	var rejectAll atomic.Bool
 	var rejected atomic.Int64
 	gate := make(chan struct{})
-	h := newHookedHarness(t, Config{MaxObjects: n}, factory.Hooks[*fakeObj]{
+	h := newHookedHarness(t, Config{MaxObjects: n}, Factory[*fakeObj]{
 		BeforeHandOut: func(context.Context, *fakeObj) error {
 			if !rejectAll.Load() {
 				return nil
@@ -271,7 +267,7 @@ func TestBeforeHandOutRejectingEveryIdleObjectMakesOneNew(t *testing.T) {
 	h.giveBack(o)
 	waitUntil(t, "the rejected objects are destroyed", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyRejected) == n && s.Creating == 0 && s.Total == s.Idle
+		return s.Destroys.Rejected == n && s.Creating == 0 && s.Total == s.Idle
 	})
 	if s := h.p.Stats(); s.Creates != n+1 || s.Total != 1 {
 		t.Fatalf("stats = %+v; want %d creations (one after the %d rejections) and 1 object", s, n+1, n)

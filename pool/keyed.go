@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
+	"github.com/respool/respool/internal/resil"
 )
 
 // ErrUnknownKey is matched (errors.Is) by the error of a Keyed's Take of a
@@ -88,18 +87,18 @@ var ErrKeyExists = errors.New("pool: key exists")
 //   - an idle object of another key that nobody of that key waits for is
 //     destroyed, the least recently used first (to the resolution of the
 //     pool's coarse clock, ValidationInterval), never taking a key below its
-//     MinIdle (Stats.Destroyed(DestroyEvicted));
+//     MinIdle (Stats.Destroys.Evicted);
 //   - an object given back to another key is destroyed, so that the waiting
 //     key can create one, when nobody of its key waits for it, or when its
 //     key holds more than one object more than the waiting key: a key under
 //     constant load lends the budget to one that waits until both hold about
-//     as many (Stats.Destroyed(DestroyYielded)).
+//     as many (Stats.Destroys.Yielded).
 //
-// Take(ctx, key) takes from a key's pool, GiveBack and Discard return a
-// Handle to it; Pool(key) is the key's *Pool itself, whose Take, TryTake,
-// GiveBack, Discard and Stats are a Pool's within the budget and whose
-// Close closes that key alone (it can then be added again). Stats sums every
-// key and lists each.
+// Take(ctx, key) takes from a key's pool; the Handle's GiveBack and Discard
+// return it to that key. Pool(key) is the key's *Pool itself, whose Take,
+// TryTake and Stats are a Pool's within the budget and whose Close closes
+// that key alone (it can then be added again). Stats sums every key and
+// lists each.
 type Keyed[K comparable, T any] struct {
 	cfg    KeyedConfig[K, T] // with defaults; immutable
 	b      *budget[T]
@@ -107,7 +106,7 @@ type Keyed[K comparable, T any] struct {
 
 	keys atomic.Pointer[keyTable[K, T]] // replaced, never changed, under mu
 
-	mu     sync.Mutex // held by Add, StartClose and forget; not by the loop
+	mu     sync.Mutex // held by Add, StartClose and forget, and by Stats to read closed; not by the loop
 	closed bool
 
 	statsMu sync.Mutex
@@ -116,21 +115,24 @@ type Keyed[K comparable, T any] struct {
 }
 
 // KeyedConfig configures a Keyed: what its keys share. Every zero value
-// means the documented default.
+// means the default its field states.
 type KeyedConfig[K comparable, T any] struct {
 	// MaxObjects is the most objects alive at once across every key,
-	// counting those being created, tested and destroyed. Zero means
-	// DefaultMaxObjects().
+	// counting those being created, tested and destroyed, at most 65536.
+	// Zero means max(4, runtime.NumCPU()).
 	MaxObjects int
 	// MaxQueueSize is how many callers may wait, across every key: for a
-	// give-back of their key, or for the budget; the next one fails with a
-	// *QueueFullError. Zero means DefaultMaxQueueSize.
+	// give-back of their key, or for the budget; the next one fails with an
+	// error matching ErrQueueFull. Zero means 1024.
 	MaxQueueSize int
 	// ValidationInterval is the tick of every key (see Config). Zero means
-	// DefaultValidationInterval; a key's MaxIdle must not be shorter.
+	// 30s; a key's MaxIdle must not be shorter.
 	ValidationInterval time.Duration
-	// Leak is the leak tracking of the keys whose Config.Leak is zero.
-	Leak leak.Config
+	// LeakTrackingDisabled, LeakCaptureStack and HoldThreshold are the leak
+	// tracking (see Config) of the keys whose Config leaves all three zero.
+	LeakTrackingDisabled bool
+	LeakCaptureStack     bool
+	HoldThreshold        time.Duration
 	// Clock is the source of time of every key. Nil means clock.System().
 	Clock clock.Clock
 	// Logger is the logger of the keys whose Config.Logger is nil. Nil means
@@ -143,34 +145,30 @@ type KeyedConfig[K comparable, T any] struct {
 	// Take asks for a key not added (one factory that takes the key). Nil
 	// means keys come from Add only, and Take of another key fails with
 	// ErrUnknownKey.
-	NewKey func(key K) (factory.Factory[T], Config, error)
+	NewKey func(key K) (Factory[T], Config, error)
 }
 
-// Validate reports the first field whose value is not accepted, as a
-// *ConfigError naming it.
-func (c KeyedConfig[K, T]) Validate() error {
-	for _, err := range []error{
-		nonNegInt("MaxObjects", c.MaxObjects),
-		nonNegInt("MaxQueueSize", c.MaxQueueSize),
-		nonNegDur("ValidationInterval", c.ValidationInterval),
-		nonNegDur("Leak.HoldThreshold", c.Leak.HoldThreshold),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	return maxObjectsInLimit(c.MaxObjects)
+// validate reports the first field whose value is not accepted, as a
+// *resilience.ConfigError naming it.
+func (c KeyedConfig[K, T]) validate() error {
+	return resil.FirstError(
+		nonNeg("MaxObjects", c.MaxObjects),
+		nonNeg("MaxQueueSize", c.MaxQueueSize),
+		nonNeg("ValidationInterval", c.ValidationInterval),
+		nonNeg("HoldThreshold", c.HoldThreshold),
+		checkMaxObjects(c.MaxObjects),
+	)
 }
 
 func (c KeyedConfig[K, T]) withDefaults() KeyedConfig[K, T] {
 	if c.MaxObjects == 0 {
-		c.MaxObjects = DefaultMaxObjects()
+		c.MaxObjects = defaultMaxObjects()
 	}
 	if c.MaxQueueSize == 0 {
-		c.MaxQueueSize = DefaultMaxQueueSize
+		c.MaxQueueSize = defaultMaxQueueSize
 	}
 	if c.ValidationInterval == 0 {
-		c.ValidationInterval = DefaultValidationInterval
+		c.ValidationInterval = defaultValidationInterval
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System()
@@ -185,7 +183,7 @@ func (c KeyedConfig[K, T]) withDefaults() KeyedConfig[K, T] {
 }
 
 // NewKeyed starts a Keyed with no keys (see Add and KeyedConfig.NewKey). It
-// returns a *ConfigError if cfg is not valid.
+// returns a *resilience.ConfigError naming the field if cfg is not valid.
 func NewKeyed[K comparable, T any](cfg KeyedConfig[K, T]) (*Keyed[K, T], error) {
 	return newKeyed(cfg, nil)
 }
@@ -193,7 +191,7 @@ func NewKeyed[K comparable, T any](cfg KeyedConfig[K, T]) (*Keyed[K, T], error) 
 // newKeyed is NewKeyed with a hook that the loop calls after each event
 // (tests).
 func newKeyed[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) (*Keyed[K, T], error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
@@ -212,12 +210,12 @@ func (k *Keyed[K, T]) Config() KeyedConfig[K, T] { return k.cfg }
 // pool. cfg is a Pool's Config, but for what the keys share: MaxObjects
 // caps the key (zero means the Keyed's MaxObjects, the most it may be);
 // MaxQueueSize, ValidationInterval and Clock must be zero (or the
-// Keyed's); a zero Leak or nil Logger means the Keyed's; an empty Name
-// means the Keyed's Name[key]. The MinIdle of every key together must not
-// exceed the Keyed's MaxObjects. It fails with ErrKeyExists if key is there
-// already, with ErrClosed once the Keyed is closing, and with a
-// *ConfigError naming the field otherwise.
-func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], error) {
+// Keyed's); leak fields all zero or a nil Logger mean the Keyed's; an empty
+// Name means the Keyed's Name[key]. The MinIdle of every key together must
+// not exceed the Keyed's MaxObjects. It fails with ErrKeyExists if key is
+// there already, with ErrClosed once the Keyed is closing, and with a
+// *resilience.ConfigError naming the field otherwise.
+func (k *Keyed[K, T]) Add(key K, f Factory[T], cfg Config) (*Pool[T], error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
@@ -236,7 +234,7 @@ func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], er
 	}
 	k.b.adds.Add(1)
 	p.send(message[T]{kind: msgAddKey}) // before p is reachable: its messages come after
-	if !p.cfg.Leak.Disabled && k.leakOn.CompareAndSwap(false, true) {
+	if !p.cfg.LeakTrackingDisabled && k.leakOn.CompareAndSwap(false, true) {
 		k.notifyGC()
 	}
 	m := maps.Clone(k.keys.Load().m)
@@ -252,19 +250,18 @@ func (k *Keyed[K, T]) Add(key K, f factory.Factory[T], cfg Config) (*Pool[T], er
 // checks what they share; k.mu is held.
 func (k *Keyed[K, T]) keyConfig(key K, cfg Config) (Config, error) {
 	kc := k.cfg
-	shared := func(field string, v, keyed any) error {
-		return &ConfigError{Field: field, Value: v, Reason: fmt.Sprintf("is the Keyed's (%v) for every key: leave it zero", keyed)}
+	shared := func(ok bool, field string, v, keyed any) error {
+		return resil.Check(ok, mechanism, field, v, fmt.Sprintf("0 or the Keyed's (%v): every key has the Keyed's", keyed))
 	}
-	switch {
-	case cfg.MaxObjects > kc.MaxObjects:
-		return cfg, &ConfigError{Field: "MaxObjects", Value: cfg.MaxObjects,
-			Reason: "must not exceed the Keyed's MaxObjects (" + strconv.Itoa(kc.MaxObjects) + ")"}
-	case cfg.MaxQueueSize != 0 && cfg.MaxQueueSize != kc.MaxQueueSize:
-		return cfg, shared("MaxQueueSize", cfg.MaxQueueSize, kc.MaxQueueSize)
-	case cfg.ValidationInterval != 0 && cfg.ValidationInterval != kc.ValidationInterval:
-		return cfg, shared("ValidationInterval", cfg.ValidationInterval, kc.ValidationInterval)
-	case cfg.Clock != nil && !sameClock(cfg.Clock, kc.Clock):
-		return cfg, shared("Clock", cfg.Clock, kc.Clock)
+	if err := resil.FirstError(
+		resil.Check(cfg.MaxObjects <= kc.MaxObjects, mechanism, "MaxObjects", cfg.MaxObjects,
+			"at most the Keyed's MaxObjects ("+strconv.Itoa(kc.MaxObjects)+")"),
+		shared(cfg.MaxQueueSize == 0 || cfg.MaxQueueSize == kc.MaxQueueSize, "MaxQueueSize", cfg.MaxQueueSize, kc.MaxQueueSize),
+		shared(cfg.ValidationInterval == 0 || cfg.ValidationInterval == kc.ValidationInterval,
+			"ValidationInterval", cfg.ValidationInterval, kc.ValidationInterval),
+		shared(cfg.Clock == nil || sameClock(cfg.Clock, kc.Clock), "Clock", cfg.Clock, kc.Clock),
+	); err != nil {
+		return cfg, err
 	}
 	if cfg.MaxObjects == 0 {
 		cfg.MaxObjects = kc.MaxObjects
@@ -274,12 +271,12 @@ func (k *Keyed[K, T]) keyConfig(key K, cfg Config) (Config, error) {
 		minIdle += p.cfg.MinIdle
 	}
 	if minIdle > kc.MaxObjects {
-		return cfg, &ConfigError{Field: "MinIdle", Value: cfg.MinIdle,
-			Reason: fmt.Sprintf("the keys' MinIdle together (%d) must not exceed the Keyed's MaxObjects (%d)", minIdle, kc.MaxObjects)}
+		return cfg, resil.Check(false, mechanism, "MinIdle", cfg.MinIdle,
+			fmt.Sprintf("a value that keeps the keys' MinIdle together (%d) at most the Keyed's MaxObjects (%d)", minIdle, kc.MaxObjects))
 	}
 	cfg.MaxQueueSize, cfg.ValidationInterval, cfg.Clock = kc.MaxQueueSize, kc.ValidationInterval, kc.Clock
-	if cfg.Leak == (leak.Config{}) {
-		cfg.Leak = kc.Leak
+	if !cfg.LeakTrackingDisabled && !cfg.LeakCaptureStack && cfg.HoldThreshold == 0 {
+		cfg.LeakTrackingDisabled, cfg.LeakCaptureStack, cfg.HoldThreshold = kc.LeakTrackingDisabled, kc.LeakCaptureStack, kc.HoldThreshold
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = kc.Logger
@@ -356,28 +353,6 @@ func (k *Keyed[K, T]) newKey(key K) (*Pool[T], error) {
 		}
 	}
 	return p, err
-}
-
-// GiveBack returns h's object to its key's pool (see Pool.GiveBack).
-func (k *Keyed[K, T]) GiveBack(h Handle[T]) error {
-	if !k.owns(h) {
-		return ErrForeignHandle
-	}
-	return h.e.pool.GiveBack(h)
-}
-
-// Discard destroys h's object instead of giving it back (see Pool.Discard);
-// its slot goes to whoever waits for the budget first.
-func (k *Keyed[K, T]) Discard(h Handle[T]) error {
-	if !k.owns(h) {
-		return ErrForeignHandle
-	}
-	return h.e.pool.Discard(h)
-}
-
-// owns reports whether h comes from one of k's keys.
-func (k *Keyed[K, T]) owns(h Handle[T]) bool {
-	return h.e != nil && h.e.pool != nil && h.e.pool.keyed == k.b
 }
 
 // forget drops p, which is closing, from the keys, so that its key can be

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/factory"
 )
 
 // keyedHarness is a Keyed on a fake clock whose keys share one fake factory
@@ -48,11 +46,11 @@ func newKeyedHarness(t *testing.T, cfg KeyedConfig[string, *fakeObj]) *keyedHarn
 // add adds key on the shared factory.
 func (h *keyedHarness) add(key string, cfg Config) *Pool[*fakeObj] {
 	h.t.Helper()
-	return h.addOf(key, h.f, cfg)
+	return h.addOf(key, factoryOf[*fakeObj](h.f), cfg)
 }
 
 // addOf adds key on factory f.
-func (h *keyedHarness) addOf(key string, f factory.Factory[*fakeObj], cfg Config) *Pool[*fakeObj] {
+func (h *keyedHarness) addOf(key string, f Factory[*fakeObj], cfg Config) *Pool[*fakeObj] {
 	h.t.Helper()
 	p, err := h.k.Add(key, f, cfg)
 	if err != nil {
@@ -75,7 +73,7 @@ func (h *keyedHarness) take(key string) Handle[*fakeObj] {
 
 func (h *keyedHarness) giveBack(hd Handle[*fakeObj]) {
 	h.t.Helper()
-	if err := h.k.GiveBack(hd); err != nil {
+	if err := hd.GiveBack(); err != nil {
 		h.t.Fatalf("GiveBack: %v", err)
 	}
 }
@@ -161,10 +159,10 @@ func (h *keyedHarness) served(ch chan takeResult) Handle[*fakeObj] {
 }
 
 // destroyed waits until key has destroyed n objects for reason r.
-func (h *keyedHarness) destroyed(key string, r DestroyReason, n uint64) {
+func (h *keyedHarness) destroyed(key string, r destroyReason, n uint64) {
 	h.t.Helper()
 	waitUntil(h.t, "objects of "+key+" destroyed as "+r.String(), func() bool {
-		return h.k.Stats().Keys[key].Destroyed(r) == n
+		return destroysOf(h.k.Stats().Keys[key].Destroys, r) == n
 	})
 }
 

@@ -22,9 +22,13 @@ type KeyedStats[K comparable] struct {
 
 // Stats returns a snapshot of every key, without asking the actor.
 func (k *Keyed[K, T]) Stats() KeyedStats[K] {
+	k.mu.Lock() // before statsMu, as Add takes them
+	closed := k.closed
+	k.mu.Unlock()
 	k.statsMu.Lock()
 	defer k.statsMu.Unlock()
 	s := KeyedStats[K]{Stats: k.retired, Keys: make(map[K]Stats, len(k.pools))}
+	s.Closed = closed
 	// k.retired's histogram is not ours to add to.
 	s.WaitHistogram.Counts = slices.Clone(s.WaitHistogram.Counts)
 	effective := 0 // of the keys not closing
@@ -72,9 +76,7 @@ func (s *Stats) addCounts(o Stats) {
 	s.AcquireTimeouts += o.AcquireTimeouts
 	s.Creates += o.Creates
 	s.CreateFailures += o.CreateFailures
-	for i := range s.Destroys.n {
-		s.Destroys.n[i] += o.Destroys.n[i]
-	}
+	s.Destroys.add(o.Destroys)
 	s.LeaksDetected += o.LeaksDetected
 	s.HeldTooLong += o.HeldTooLong
 	s.FailedFast += o.FailedFast

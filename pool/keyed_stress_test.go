@@ -18,21 +18,21 @@ import (
 // budget, no object held by two callers, every Take returns; after Close,
 // nothing is alive.
 func TestKeyedStressInvariants(t *testing.T) {
-	fast := BackoffConfig{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}
+	const fastInitial, fastMax = 100 * time.Microsecond, 2 * time.Millisecond
 	for _, v := range []struct {
 		name   string
 		cfg    Config
 		failer func(call, live int64) error
 	}{
-		{"backoff", Config{CreateBackoff: fast}, everyFifth},
-		{"backoff-off", Config{CreateBackoff: BackoffConfig{Disabled: true}}, everyFifth},
-		{"back-pressure", Config{CreateBackoff: fast, BackPressure: stressBackPressure}, func(call, live int64) error {
+		{"backoff", Config{BackoffInitial: fastInitial, BackoffMax: fastMax}, everyFifth},
+		{"backoff-off", Config{BackoffDisabled: true}, everyFifth},
+		{"back-pressure", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, BackPressure: stressBackPressure}, func(call, live int64) error {
 			if live >= keyedStressBudget-1 || call%7 == 0 { // the server takes 3 at most
 				return errServerFull
 			}
 			return nil
 		}},
-		{"codel", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 200 * time.Microsecond, Interval: time.Millisecond}}, everyFifth},
+		{"codel", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, Overload: OverloadCoDel, CoDelTarget: 200 * time.Microsecond, CoDelInterval: time.Millisecond}, everyFifth},
 	} {
 		t.Run(v.name, func(t *testing.T) { keyedStressInvariants(t, v.cfg, v.failer) })
 	}
@@ -63,7 +63,7 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 	add := func(i int) {
 		c := cfg
 		c.MaxObjects, c.MinIdle = keyedStressKeys[i].maxObjects, keyedStressKeys[i].idles
-		if _, err := k.Add(keyedStressKeys[i].key, cf, c); err != nil && !errors.Is(err, ErrClosed) {
+		if _, err := k.Add(keyedStressKeys[i].key, factoryOf[*fakeObj](cf), c); err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("Add: %v", err)
 		}
 	}
@@ -107,5 +107,5 @@ func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
 		t.Errorf("Take(%q) handed out an object of %s", key, h.e.pool.cfg.Name)
 	}
-	holdAndReturn(t, rng, h, k.GiveBack, k.Discard)
+	holdAndReturn(t, rng, h)
 }

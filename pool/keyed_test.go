@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/respool/respool/clock"
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/resilience"
 )
 
 func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
@@ -95,13 +95,13 @@ func TestKeyedGiveBackYieldsToAKeyWaitingForTheBudget(t *testing.T) {
 		t.Fatalf("%d objects alive at once, budget 2", h.f.maxLive.Load())
 	}
 	s := h.k.Stats()
-	if got := s.Keys["a"].Destroyed(DestroyYielded); got != 1 || s.Keys["b"].Creates != 1 || s.WaitingForBudget != 0 {
+	if got := s.Keys["a"].Destroys.Yielded; got != 1 || s.Keys["b"].Creates != 1 || s.WaitingForBudget != 0 {
 		t.Fatalf("a yielded %d, b created %d, %d waiting for the budget; want 1, 1, 0", got, s.Keys["b"].Creates, s.WaitingForBudget)
 	}
 	// Nobody waits now: a give-back stays idle.
 	h.giveBack(a2)
 	h.giveBack(hb)
-	if s := h.k.Stats(); s.Idle != 2 || s.Destroys.Total() != 1 {
+	if s := h.k.Stats(); s.Idle != 2 || totalDestroyed(s.Destroys) != 1 {
 		t.Fatalf("stats %+v; want both objects idle, one destroyed", s)
 	}
 }
@@ -137,7 +137,7 @@ func TestKeyedServesKeysWaitingForTheBudgetInFIFOOrder(t *testing.T) {
 	h.giveBack(hb2)
 	h.giveBack(hc1)
 	s := h.k.Stats()
-	if got := s.Keys["a"].Destroyed(DestroyYielded); got != 2 || s.Keys["b"].Creates != 1 || s.Keys["c"].Creates != 1 {
+	if got := s.Keys["a"].Destroys.Yielded; got != 2 || s.Keys["b"].Creates != 1 || s.Keys["c"].Creates != 1 {
 		t.Fatalf("a yielded %d, b created %d, c created %d; want 2, 1, 1", got, s.Keys["b"].Creates, s.Keys["c"].Creates)
 	}
 	if m := h.f.maxLive.Load(); m > 2 {
@@ -161,15 +161,15 @@ func TestKeyedBusyKeyLendsTheBudgetToAStarvedKey(t *testing.T) {
 
 	h.giveBack(as[0]) // a holds 4, b none: to b, although a's caller waits
 	hb := h.served(b)
-	h.destroyed("a", DestroyYielded, 1)
+	h.destroyed("a", reasonYielded, 1)
 	if !pending(aw) {
 		t.Fatal("a's waiting caller got the object that went to b")
 	}
 	h.giveBack(as[1]) // a's caller has waited longest
 	ha := h.served(aw)
 	s := h.k.Stats()
-	if s.Keys["a"].Total != 3 || s.Keys["b"].Total != 1 || s.Keys["a"].Destroyed(DestroyYielded) != 1 {
-		t.Fatalf("a has %d, b %d, a yielded %d; want 3, 1, 1", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["a"].Destroyed(DestroyYielded))
+	if s.Keys["a"].Total != 3 || s.Keys["b"].Total != 1 || s.Keys["a"].Destroys.Yielded != 1 {
+		t.Fatalf("a has %d, b %d, a yielded %d; want 3, 1, 1", s.Keys["a"].Total, s.Keys["b"].Total, s.Keys["a"].Destroys.Yielded)
 	}
 	for _, hd := range []Handle[*fakeObj]{as[2], as[3], ha, hb} {
 		h.giveBack(hd)
@@ -192,14 +192,14 @@ func TestKeyedEvictsTheLeastRecentlyUsedIdleObject(t *testing.T) {
 	h.giveBack(b2)
 
 	c1 := h.take("c")
-	h.destroyed("b", DestroyEvicted, 1)
+	h.destroyed("b", reasonEvicted, 1)
 	if got := h.f.destroyedIDs(); len(got) != 1 || got[0] != b1.Value().id {
 		t.Fatalf("destroyed %v, want b's object idle longest (%d)", got, b1.Value().id)
 	}
 	// a and b were given back in the same tick: the key with more idle
 	// spares one.
 	c2 := h.take("c")
-	h.destroyed("a", DestroyEvicted, 1)
+	h.destroyed("a", reasonEvicted, 1)
 	if m := h.f.maxLive.Load(); m > 4 {
 		t.Fatalf("%d objects alive at once, budget 4", m)
 	}
@@ -214,7 +214,7 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 	h.add("b", Config{})
 	b1 := h.take("b")
 	b2 := h.claim("b", 1) // a's idle objects are its MinIdle: b waits
-	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("stats %+v; want a's 2 idle kept", s)
 	}
 	h.giveBack(b1) // to b's own caller
@@ -223,7 +223,7 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 	} else {
 		h.giveBack(got)
 	}
-	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); s.Keys["a"].Idle != 2 || totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("stats %+v; want a's 2 idle kept, nothing destroyed", s)
 	}
 }
@@ -231,10 +231,10 @@ func TestKeyedEvictionKeepsEachKeysMinIdle(t *testing.T) {
 func TestKeyedMinIdleTogetherWithinTheBudget(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 3})
 	h.add("a", Config{MinIdle: 2})
-	_, err := h.k.Add("b", h.f, Config{MinIdle: 2})
-	var ce *ConfigError
+	_, err := h.k.Add("b", factoryOf[*fakeObj](h.f), Config{MinIdle: 2})
+	var ce *resilience.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "MinIdle" {
-		t.Fatalf("Add with MinIdle over the budget = %v, want a *ConfigError on MinIdle", err)
+		t.Fatalf("Add with MinIdle over the budget = %v, want a *resilience.ConfigError on MinIdle", err)
 	}
 	h.add("b", Config{MinIdle: 1})
 	waitUntil(t, "every key has its MinIdle", func() bool {
@@ -255,7 +255,7 @@ func TestKeyedCallerLeavingGivesUpItsClaim(t *testing.T) {
 		s := h.k.Stats()
 		return s.WaitingForBudget == 0 && s.Idle == 1
 	})
-	if s := h.k.Stats(); s.Destroys.Total() != 0 {
+	if s := h.k.Stats(); totalDestroyed(s.Destroys) != 0 {
 		t.Fatalf("destroyed %v for a caller that left", s.Destroys)
 	}
 }
@@ -271,9 +271,9 @@ func TestKeyedQueueLimitCountsEveryKey(t *testing.T) {
 	aw := h.queued("a", 1)
 	bw := h.claim("b", 1)
 	_, err := h.k.Take(context.Background(), "c")
-	var qf *QueueFullError
+	var qf *queueFullError
 	if !errors.As(err, &qf) || qf.MaxQueueSize != 2 || qf.MaxObjects != 1 {
-		t.Fatalf("third waiter's Take = %v, want a *QueueFullError (MaxQueueSize 2, MaxObjects 1)", err)
+		t.Fatalf("third waiter's Take = %v, want a *queueFullError (MaxQueueSize 2, MaxObjects 1)", err)
 	}
 	_, err = h.k.Take(context.Background(), "a")
 	if !errors.Is(err, ErrQueueFull) {
@@ -297,17 +297,23 @@ func TestKeyedCloseReleasesEveryKeyAndWaitsForObjectsOut(t *testing.T) {
 	if _, err := h.k.Take(context.Background(), "c"); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take of an unknown key = %v, want ErrUnknownKey", err)
 	}
+	if h.k.Stats().Closed {
+		t.Fatal("Stats.Closed before Close")
+	}
 
 	closed := make(chan error, 1)
 	go func() { closed <- h.k.Close(context.Background()) }()
 	if r := h.result(aw); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("waiting Take = %v, want ErrClosed", r.err)
 	}
-	waitUntil(t, "b's idle object is destroyed", func() bool { return h.k.Stats().Destroyed(DestroyClosed) == 1 })
+	if !h.k.Stats().Closed {
+		t.Fatal("Stats.Closed false once Close has released the waiters")
+	}
+	waitUntil(t, "b's idle object is destroyed", func() bool { return h.k.Stats().Destroys.Closed == 1 })
 	if _, err := h.k.Take(context.Background(), "b"); !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take after Close = %v, want ErrClosed or ErrUnknownKey", err)
 	}
-	if _, err := h.k.Add("d", h.f, Config{}); !errors.Is(err, ErrClosed) {
+	if _, err := h.k.Add("d", factoryOf[*fakeObj](h.f), Config{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Add after Close = %v, want ErrClosed", err)
 	}
 	select {
@@ -319,7 +325,7 @@ func TestKeyedCloseReleasesEveryKeyAndWaitsForObjectsOut(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if s := h.k.Stats(); s.Total != 0 || s.Destroyed(DestroyClosed) != 2 || len(s.Keys) != 0 {
+	if s := h.k.Stats(); s.Total != 0 || s.Destroys.Closed != 2 || len(s.Keys) != 0 {
 		t.Fatalf("after Close: %+v; want nothing alive, 2 destroyed as closed, no keys", s)
 	}
 }
@@ -344,7 +350,7 @@ func TestKeyedClosingAKeyFreesItsBudget(t *testing.T) {
 	}
 	h.giveBack(h.served(b))
 	h.add("a", Config{}) // again
-	if s := h.k.Stats(); s.Keys["a"].Total != 0 || s.Destroyed(DestroyClosed) != 1 {
+	if s := h.k.Stats(); s.Keys["a"].Total != 0 || s.Destroys.Closed != 1 {
 		t.Fatalf("stats %+v; want a new key a, a's old object destroyed as closed", s)
 	}
 }
@@ -357,7 +363,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	failing := &fakeFactory{}
 	refused := errors.New("connection refused")
 	failing.createErr = refused
-	h.addOf("down", failing, Config{})
+	h.addOf("down", factoryOf[*fakeObj](failing), Config{})
 	h.add("up", Config{})
 	if _, err := h.k.Take(context.Background(), "down"); !errors.Is(err, refused) {
 		t.Fatalf("Take = %v, want the creation's error", err)
@@ -374,7 +380,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	if failing.attempts.Load() != attempts {
 		t.Fatal("a creation was attempted before the backoff ended")
 	}
-	h.clk.Advance(h.k.Pool("down").Config().CreateBackoff.Max)
+	h.clk.Advance(h.k.Pool("down").Config().BackoffMax)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take("down"))
 	if s := h.k.Stats(); s.Keys["down"].Creates != 1 || s.Keys["down"].CreateFailuresInARow != 0 || s.CreateFailures != 1 {
@@ -389,7 +395,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 
 func TestKeyedConfigErrors(t *testing.T) {
 	if _, err := NewKeyed(KeyedConfig[string, int]{MaxObjects: -1}); !isConfigError(err, "MaxObjects") {
-		t.Fatalf("NewKeyed(MaxObjects -1) = %v, want a *ConfigError on MaxObjects", err)
+		t.Fatalf("NewKeyed(MaxObjects -1) = %v, want a *resilience.ConfigError on MaxObjects", err)
 	}
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 4, MaxQueueSize: 8})
 	for _, c := range []struct {
@@ -403,22 +409,22 @@ func TestKeyedConfigErrors(t *testing.T) {
 		{"MinIdle", Config{MinIdle: 5}},
 		{"MaxLifetime", Config{MaxLifetime: -1}},
 	} {
-		if _, err := h.k.Add("x", h.f, c.cfg); !isConfigError(err, c.field) {
-			t.Errorf("Add with %+v = %v, want a *ConfigError on %s", c.cfg, err, c.field)
+		if _, err := h.k.Add("x", factoryOf[*fakeObj](h.f), c.cfg); !isConfigError(err, c.field) {
+			t.Errorf("Add with %+v = %v, want a *resilience.ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 	// The Keyed's own values are accepted.
 	h.add("a", Config{MaxObjects: 4, MaxQueueSize: 8, Clock: h.clk})
-	if _, err := h.k.Add("a", h.f, Config{}); !errors.Is(err, ErrKeyExists) {
+	if _, err := h.k.Add("a", factoryOf[*fakeObj](h.f), Config{}); !errors.Is(err, ErrKeyExists) {
 		t.Fatalf("Add of a key twice = %v, want ErrKeyExists", err)
 	}
-	if _, err := h.k.Add("b", nil, Config{}); !isConfigError(err, "factory") {
-		t.Fatalf("Add with a nil factory = %v, want a *ConfigError on factory", err)
+	if _, err := h.k.Add("b", Factory[*fakeObj]{}, Config{}); !isConfigError(err, "Factory.Create") {
+		t.Fatalf("Add with a nil factory = %v, want a *resilience.ConfigError on Factory.Create", err)
 	}
 }
 
 func isConfigError(err error, field string) bool {
-	var ce *ConfigError
+	var ce *resilience.ConfigError
 	return errors.As(err, &ce) && ce.Field == field
 }
 
@@ -427,12 +433,12 @@ func isConfigError(err error, field string) bool {
 func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	f := &fakeFactory{}
 	var made []string
-	cfg := KeyedConfig[string, *fakeObj]{MaxObjects: 2, NewKey: func(key string) (factory.Factory[*fakeObj], Config, error) {
+	cfg := KeyedConfig[string, *fakeObj]{MaxObjects: 2, NewKey: func(key string) (Factory[*fakeObj], Config, error) {
 		if key == "bad" {
-			return nil, Config{}, errors.New("no such service")
+			return Factory[*fakeObj]{}, Config{}, errors.New("no such service")
 		}
 		made = append(made, key) // one caller at a time here
-		return f, Config{MaxObjects: 1}, nil
+		return factoryOf[*fakeObj](f), Config{MaxObjects: 1}, nil
 	}}
 	k, err := NewKeyed(cfg)
 	if err != nil {
@@ -443,7 +449,7 @@ func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.GiveBack(hd); err != nil {
+	if err := hd.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Take(context.Background(), "bad"); err == nil || k.Pool("bad") != nil {
@@ -454,23 +460,26 @@ func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	}
 }
 
-func TestKeyedRefusesForeignHandles(t *testing.T) {
+func TestKeyedHandlesGoBackToTheirKey(t *testing.T) {
 	h := newKeyedHarness(t, KeyedConfig[string, *fakeObj]{MaxObjects: 2})
 	h.add("a", Config{})
-	other := newHarness(t, Config{})
-	foreign := other.take()
-	if err := h.k.GiveBack(foreign); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("GiveBack of a Pool's Handle = %v, want ErrForeignHandle", err)
+	h.add("b", Config{})
+	var zero Handle[*fakeObj]
+	if err := zero.Discard(); !errors.Is(err, ErrAlreadyReturned) {
+		t.Fatalf("Discard of a zero Handle = %v, want ErrAlreadyReturned", err)
 	}
-	if err := h.k.Discard(Handle[*fakeObj]{}); !errors.Is(err, ErrForeignHandle) {
-		t.Fatalf("Discard of a zero Handle = %v, want ErrForeignHandle", err)
-	}
-	other.giveBack(foreign)
-	a := h.take("a")
-	if err := h.k.Discard(a); err != nil {
+	b := h.take("b")
+	if err := b.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.k.GiveBack(a); !errors.Is(err, ErrAlreadyReturned) {
+	if s := h.k.Stats(); s.Keys["b"].Idle != 1 || s.Keys["a"].Total != 0 {
+		t.Fatalf("stats %+v; want b's object idle in b", s)
+	}
+	a := h.take("a")
+	if err := a.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("GiveBack after Discard = %v, want ErrAlreadyReturned", err)
 	}
 }

@@ -25,7 +25,7 @@ func (e *configError) Error() string { return "failed to connect: connection ref
 // unsupported type: func() time.Time", and would have shown the
 // password), and errors.As and printing see the factory's error.
 func TestStatsMarshalJSONWithAnyCreateError(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, CreateBackoff: BackoffConfig{Disabled: true}})
+	h := newHarness(t, Config{MaxObjects: 1, BackoffDisabled: true})
 	boom := &configError{Dial: time.Now, Password: "Zq9Pw"}
 	h.f.set(func(f *fakeFactory) { f.createErr = boom })
 	if _, err := h.p.Take(context.Background()); !errors.Is(err, boom) {

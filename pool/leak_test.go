@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 //go:noinline
@@ -19,7 +17,7 @@ func takeAndLose(h *harness) {
 }
 
 func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, Name: "orders", LeakCaptureStack: true})
 	takeAndLose(h)
 	waitUntil(t, "the lost handle is reclaimed", func() bool {
 		runtime.GC()
@@ -27,11 +25,11 @@ func TestLostHandleIsReportedAndItsSlotFreed(t *testing.T) {
 	})
 	h.ev.wait(t, "destroyed", 1)
 	log := h.log.String()
-	if strings.Count(log, leak.MsgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
-		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, leak.MsgLeak)
+	if strings.Count(log, msgLeak) != 1 || !strings.Contains(log, "pool.takeAndLose") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want one %s naming takeAndLose and pool=orders", log, msgLeak)
 	}
-	if s := h.p.Stats(); s.Destroyed(DestroyLeaked) != 1 {
-		t.Fatalf("leaked destroys = %d, want 1", s.Destroyed(DestroyLeaked))
+	if s := h.p.Stats(); s.Destroys.Leaked != 1 {
+		t.Fatalf("leaked destroys = %d, want 1", s.Destroys.Leaked)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -58,7 +56,7 @@ func TestHandleGivenBackIsNeverReportedLost(t *testing.T) {
 
 func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 1, ValidationInterval: 30 * time.Second, Name: "orders",
-		Leak: leak.Config{CaptureStack: true, HoldThreshold: time.Minute}})
+		LeakCaptureStack: true, HoldThreshold: time.Minute})
 	a := h.take()
 	h.clk.Tick(t, 30*time.Second)
 	h.ev.wait(t, "tick", 1)
@@ -72,8 +70,8 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 		t.Fatalf("held-too-long reports = %d, want exactly 1", n)
 	}
 	log := h.log.String()
-	if !strings.Contains(log, leak.MsgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
-		t.Fatalf("log = %q, want %s with the taker's stack", log, leak.MsgHeld)
+	if !strings.Contains(log, msgHeld) || !strings.Contains(log, "TestHeldTooLongIsReportedOnceWithTheTakersStack") || !strings.Contains(log, "pool=orders") {
+		t.Fatalf("log = %q, want %s with the taker's stack", log, msgHeld)
 	}
 	h.giveBack(a)
 	// A new take starts a new hold.
@@ -89,7 +87,7 @@ func TestHeldTooLongIsReportedOnceWithTheTakersStack(t *testing.T) {
 // A copy of an earlier lease's Handle, kept alive, does not hide the loss
 // of a later lease of the same object.
 func TestStaleCopyOfAnOldHandleDoesNotHideALaterLeak(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}})
+	h := newHarness(t, Config{MaxObjects: 1, LeakCaptureStack: true})
 	stale := h.take()
 	h.giveBack(stale) // stale stays reachable: a copy of lease 1's Handle
 	takeAndLose(h)    // lease 2 is lost
@@ -97,7 +95,7 @@ func TestStaleCopyOfAnOldHandleDoesNotHideALaterLeak(t *testing.T) {
 		runtime.GC()
 		return h.p.Stats().LeaksDetected == 1
 	})
-	if err := h.p.GiveBack(stale); !errors.Is(err, ErrAlreadyReturned) {
+	if err := stale.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Fatalf("GiveBack(stale) = %v, want ErrAlreadyReturned", err)
 	}
 }
@@ -116,7 +114,7 @@ func loseAHandle(p *Pool[*fakeObj]) {
 func TestCloseFindsLostHandles(t *testing.T) {
 	f := &fakeFactory{}
 	var log logBuffer
-	p, err := New[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	p, err := New[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 2, Clock: newFakeClock(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +124,10 @@ func TestCloseFindsLostHandles(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatalf("Close = %v, want the lost handle found", err)
 	}
-	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroyed(DestroyLeaked) != 1 || f.live.Load() != 0 {
+	if s := p.Stats(); s.LeaksDetected != 1 || s.Destroys.Leaked != 1 || f.live.Load() != 0 {
 		t.Fatalf("stats = %+v, live %d; want the lost object reclaimed and destroyed", s, f.live.Load())
 	}
-	if !strings.Contains(log.String(), leak.MsgLeak) {
-		t.Fatalf("log = %q, want %s", log.String(), leak.MsgLeak)
+	if !strings.Contains(log.String(), msgLeak) {
+		t.Fatalf("log = %q, want %s", log.String(), msgLeak)
 	}
 }

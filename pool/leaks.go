@@ -41,7 +41,7 @@ func (p *Pool[T]) newToken(e *entry[T], lease uint64) *leaktrack.Token {
 // lets go of the tokens of leases that have ended.
 func (a *actor[T]) watchLeases() {
 	p := a.p
-	if p.cfg.Leak.Disabled {
+	if p.cfg.LeakTrackingDisabled {
 		return
 	}
 	for e := range a.all {
@@ -66,13 +66,13 @@ func (p *Pool[T]) reclaimLost(ref leaseRef[T]) {
 	}
 	p.counters.leaks.Add(1)
 	p.emit(Event{Kind: EventLeak, TakenAt: ref.e.site.Load().String()}, true)
-	p.destroy(ref.e, DestroyLeaked)
+	p.destroy(ref.e, reasonLeaked)
 }
 
 // notifyGC has the actor watch the leases out after each garbage
 // collection, until the pool is done.
 func (p *Pool[T]) notifyGC() {
-	if p.cfg.Leak.Disabled {
+	if p.cfg.LeakTrackingDisabled {
 		return
 	}
 	sendOnGC(p.mailbox, p.done)

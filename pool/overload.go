@@ -54,7 +54,7 @@ func needed(hold int64) int64 { return hold + hold/8 }
 // lentAt records that e, just lent as h at now, was taken by a caller that
 // waited: its hold will be measured.
 func (p *Pool[T]) lentAt(e *entry[T], h Handle[T], now int64) {
-	if p.cfg.Overload.Policy == OverloadDeadline {
+	if p.cfg.Overload == OverloadDeadline {
 		e.lentAt, e.lentLease = now, h.lease
 	}
 }
@@ -95,7 +95,7 @@ func (p *Pool[T]) inUse() int {
 func (t *taker[T]) admit(ahead int) error {
 	p := t.p
 	t.ahead = ahead
-	switch p.cfg.Overload.Policy {
+	switch p.cfg.Overload {
 	case OverloadDeadline:
 		if t.deadline == 0 && t.waitDeadline == 0 {
 			return nil
@@ -124,9 +124,9 @@ func (t *taker[T]) admit(ahead int) error {
 		if ahead == 0 {
 			p.overload.emptyAt.Store(now)
 		}
-		t.shedAfter = p.cfg.Overload.Interval
-		if now-p.overload.emptyAt.Load() >= int64(p.cfg.Overload.Interval) {
-			t.shedAfter = p.cfg.Overload.Target
+		t.shedAfter = p.cfg.CoDelInterval
+		if now-p.overload.emptyAt.Load() >= int64(p.cfg.CoDelInterval) {
+			t.shedAfter = p.cfg.CoDelTarget
 		}
 		t.shedTimer = p.startTimer(t.shedAfter)
 		t.shed = t.shedTimer.C()
@@ -174,7 +174,7 @@ func (t *taker[T]) shedByCoDel() error {
 // queueEmptied notes that the last caller waiting for a give-back has left
 // the queue (CoDel only).
 func (p *Pool[T]) queueEmptied() {
-	if p.cfg.Overload.Policy == OverloadCoDel {
+	if p.cfg.Overload == OverloadCoDel {
 		p.overload.emptyAt.Store(p.clock())
 	}
 }

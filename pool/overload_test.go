@@ -20,7 +20,7 @@ func overloadHarness(t *testing.T, cfg Config) (h *harness, out []Handle[*fakeOb
 	h = newHarness(t, cfg)
 	a, b := h.take(), h.take() // each made for a caller that waited: measured
 	a = h.holds(a, holdWeight, 100*time.Millisecond)
-	if s := h.p.Stats(); cfg.Overload.Policy == OverloadDeadline && s.MeanHold != 100*time.Millisecond {
+	if s := h.p.Stats(); cfg.Overload == OverloadDeadline && s.MeanHold != 100*time.Millisecond {
 		t.Fatalf("MeanHold = %v, want the 100ms measured", s.MeanHold)
 	}
 	queued = []chan takeResult{h.waiting(context.Background(), 1), h.waiting(context.Background(), 2)}
@@ -241,7 +241,7 @@ func TestOverloadDeadlineKeepsFIFOBelowOverload(t *testing.T) {
 
 // OverloadFIFO turns the policy off: the hopeless caller waits.
 func TestOverloadFIFO(t *testing.T) {
-	h, out, queued := overloadHarness(t, Config{Overload: OverloadConfig{Policy: OverloadFIFO}})
+	h, out, queued := overloadHarness(t, Config{Overload: OverloadFIFO})
 	hopeless := h.takeAsync(h.withDeadline(200 * time.Millisecond))
 	waitUntil(t, "it queues", func() bool { return h.p.Stats().Queued == 3 })
 	h.drain(out, append(queued, hopeless)...)
@@ -253,7 +253,7 @@ func TestOverloadFIFO(t *testing.T) {
 // Under OverloadCoDel a caller joining the queue waits at most Interval,
 // or at most Target once the queue has not been empty for Interval.
 func TestOverloadCoDel(t *testing.T) {
-	h := newHarness(t, Config{MaxObjects: 1, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}})
+	h := newHarness(t, Config{MaxObjects: 1, Overload: OverloadCoDel, CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
 	a := h.take()
 	w1 := h.waiting(context.Background(), 1) // the queue stops being empty: bounded by Interval
 	h.clk.Advance(50 * time.Millisecond)

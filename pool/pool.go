@@ -10,18 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/internal/resil"
 )
 
-// Pool is a pool of objects of type T made by a factory.Factory. It is safe
-// for concurrent use.
+// Pool is a pool of objects of type T made by a Factory. It is safe for
+// concurrent use.
 type Pool[T any] struct {
-	cfg      Config // with defaults; immutable
-	sysClock bool   // cfg.Clock is clock.System()
-	factory  factory.Factory[T]
-	validate func(T) error    // factory.Validate, or nil when every object is valid; immutable
-	hooks    factory.Hooks[T] // immutable
+	cfg      Config     // with defaults; immutable
+	sysClock bool       // cfg.Clock is clock.System()
+	f        Factory[T] // a copy; immutable
 
 	// Idle objects live in idle's shards (one per P, roughly) and in queue.
 	// queue is also the wait queue: waiting callers block receiving from it,
@@ -96,14 +93,16 @@ type Pool[T any] struct {
 	closeOnce  sync.Once
 }
 
-// New starts a pool and its actor. It returns a *ConfigError if cfg is not
-// valid. The pool starts creating MinIdle objects in the background.
-func New[T any](f factory.Factory[T], cfg Config) (*Pool[T], error) {
+// New starts a pool of the objects f makes and its actor. It returns a
+// *resilience.ConfigError (Mechanism "pool") naming the field if cfg is not
+// valid or f has no Create. The pool starts
+// creating MinIdle objects in the background.
+func New[T any](f Factory[T], cfg Config) (*Pool[T], error) {
 	return newPool(f, cfg, nil)
 }
 
 // newPool is New with a hook that the actor calls after each event (tests).
-func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[T], error) {
+func newPool[T any](f Factory[T], cfg Config, hook func(string)) (*Pool[T], error) {
 	p, err := buildPool(f, cfg, nil)
 	if err != nil {
 		return nil, err
@@ -117,30 +116,23 @@ func newPool[T any](f factory.Factory[T], cfg Config, hook func(string)) (*Pool[
 // buildPool validates f and cfg and makes a pool that no actor runs yet.
 // b, when not nil, is the budget of the Keyed the pool is a key of: the pool
 // shares its mailbox, and its actor is run by the budget's.
-func buildPool[T any](f factory.Factory[T], cfg Config, b *budget[T]) (*Pool[T], error) {
-	if err := checkFactory(f); err != nil {
-		return nil, err
-	}
-	if err := cfg.Validate(); err != nil {
+func buildPool[T any](f Factory[T], cfg Config, b *budget[T]) (*Pool[T], error) {
+	if err := resil.FirstError(
+		resil.Check(f.Create != nil, mechanism, "Factory.Create", "nil", "a function: Create is required"),
+		cfg.validate(),
+	); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	p := &Pool[T]{
 		cfg:          cfg,
-		factory:      f,
+		f:            f,
 		queue:        make(chan *entry[T], cfg.MaxObjects+1), // see markers.go
 		wake:         &entry[T]{kind: kindWake},
 		keyed:        b,
 		closing:      make(chan struct{}),
 		closeStarted: make(chan struct{}),
 		done:         make(chan struct{}),
-	}
-	if hp, ok := f.(factory.HookProvider[T]); ok {
-		p.hooks = hp.LifecycleHooks()
-	}
-	p.validate = f.Validate
-	if fs, ok := f.(factory.Funcs[T]); ok { // a copy: its ValidateFunc cannot change
-		p.validate = fs.ValidateFunc // no interface call per Take and GiveBack, none at all when nil
 	}
 	p.capacity.Store(int64(cfg.MaxObjects))
 	p.limit.Store(int64(cfg.MaxObjects))
@@ -157,34 +149,16 @@ func buildPool[T any](f factory.Factory[T], cfg Config, b *budget[T]) (*Pool[T],
 	return p, nil
 }
 
-// valid reports whether obj passes the factory's Validate.
-func (p *Pool[T]) valid(obj T) bool { return p.validate == nil || p.validate(obj) == nil }
-
-// checkFactory refuses a factory that cannot make objects: nil, or a
-// factory.Funcs without CreateFunc (which would fail every Take).
-func checkFactory[T any](f factory.Factory[T]) error {
-	noCreate := &ConfigError{Field: "factory", Value: "factory.Funcs without CreateFunc", Reason: "CreateFunc is required"}
-	switch f := f.(type) {
-	case nil:
-		return &ConfigError{Field: "factory", Value: nil, Reason: "must not be nil"}
-	case factory.Funcs[T]:
-		if f.CreateFunc == nil {
-			return noCreate
-		}
-	case *factory.Funcs[T]:
-		if f == nil || f.CreateFunc == nil {
-			return noCreate
-		}
-	}
-	return nil
-}
+// valid reports whether obj passes the factory's Validate: no call at all
+// when it is nil.
+func (p *Pool[T]) valid(obj T) bool { return p.f.Validate == nil || p.f.Validate(obj) == nil }
 
 // Config returns the pool's configuration with defaults filled in.
 func (p *Pool[T]) Config() Config { return p.cfg }
 
 // destroy destroys e in a new goroutine and tells the actor when it is done,
 // freeing e's slot. The caller must own e.
-func (p *Pool[T]) destroy(e *entry[T], why DestroyReason) {
+func (p *Pool[T]) destroy(e *entry[T], why destroyReason) {
 	p.destroying.Add(1)
 	p.wg.Add(1)
 	go func() {
@@ -223,7 +197,7 @@ func (p *Pool[T]) StartClose() {
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.StartClose()
 	inUse := func() int { return p.Stats().InUse }
-	if err := awaitClosed(ctx, !p.cfg.Leak.Disabled, p.closeStarted, p.done, inUse); err != nil {
+	if err := awaitClosed(ctx, !p.cfg.LeakTrackingDisabled, p.closeStarted, p.done, inUse); err != nil {
 		return p.closeError(ctx)
 	}
 	return nil

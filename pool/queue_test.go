@@ -88,7 +88,7 @@ func TestFreedSlotGoesToTheOldestWaiterNotToANewcomer(t *testing.T) {
 			h := newHarness(t, Config{MaxObjects: 3, MaxQueueSize: 10})
 			a, b, c := h.take(), h.take(), h.take()
 			w := []chan takeResult{h.waiting(context.Background(), 1), h.waiting(context.Background(), 2), h.waiting(context.Background(), 3)}
-			if err := h.p.Discard(a); err != nil {
+			if err := a.Discard(); err != nil {
 				t.Fatal(err)
 			}
 			n := make(chan takeResult, 1)

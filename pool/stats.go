@@ -1,29 +1,29 @@
 package pool
 
 import (
-	"iter"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// DestroyReason says why the pool destroyed an object.
-type DestroyReason int
+// destroyReason says why the pool destroyed an object: the index of its
+// counter, and of its name, which is that of its DestroyCounts field's JSON
+// tag (the "reason" of the log lines and Event.Reason).
+type destroyReason int
 
-// The reasons an object is destroyed.
+// The reasons an object is destroyed, in the order of DestroyCounts'
+// fields.
 const (
-	DestroyInvalid    DestroyReason = iota // failed Validate on take or give-back
-	DestroyIdle                            // idle longer than MaxIdle
-	DestroyLifetime                        // older than its lifetime
-	DestroyTestFailed                      // failed or timed out its Test
-	DestroyDiscarded                       // handed back with Discard
-	DestroyLeaked                          // its Handle was lost (LEAK-DETECTED)
-	DestroyClosed                          // the pool was closed
-	DestroyLate                            // created after CreateTimeout had failed its creation
-	DestroyRejected                        // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
-	DestroyEvicted                         // a Keyed's idle object, least recently used, destroyed to free a slot for another key's callers
-	DestroyYielded                         // a Keyed's object given back while another key's callers waited for the budget: its slot went to them
+	reasonInvalid destroyReason = iota
+	reasonIdle
+	reasonLifetime
+	reasonTestFailed
+	reasonDiscarded
+	reasonLeaked
+	reasonClosed
+	reasonLate
+	reasonRejected
+	reasonEvicted
+	reasonYielded
 	numDestroyReasons
 )
 
@@ -32,16 +32,15 @@ var destroyReasonNames = [numDestroyReasons]string{
 	"evicted", "yielded",
 }
 
-func (r DestroyReason) String() string {
-	if r < 0 || r >= numDestroyReasons {
-		return "unknown"
-	}
-	return destroyReasonNames[r]
-}
+func (r destroyReason) String() string { return destroyReasonNames[r] }
 
 // Stats is a snapshot of a pool. Gauges are read one at a time while the pool
 // runs, so they may disagree by an object in flight; counters only grow.
 type Stats struct {
+	// Closed is true once Close or StartClose has been called: every Take
+	// from then on fails with ErrClosed (for a Keyed: once the Keyed began
+	// closing). Health checks read it.
+	Closed     bool
 	MaxObjects int
 	// EffectiveMaxObjects is the most objects the pool makes now:
 	// MaxObjects, or fewer while back-pressure (Config.BackPressure) holds
@@ -65,9 +64,9 @@ type Stats struct {
 	CreateFailures  uint64
 	Destroys        DestroyCounts // objects destroyed, by reason
 	LeaksDetected   uint64        // lost Handles reclaimed
-	HeldTooLong     uint64        // Handles reported past Leak.HoldThreshold
+	HeldTooLong     uint64        // Handles reported past Config.HoldThreshold
 
-	// Creations while they fail (Config.CreateBackoff).
+	// Creations while they fail (Config.BackoffInitial and after).
 	CreateFailuresInARow int       // 0 once a creation succeeds
 	NextCreateAttempt    time.Time // while creations are held back (on Config.Clock), else zero
 	// LastCreateError is the last creation failure (nil if none yet):
@@ -87,64 +86,48 @@ type Stats struct {
 	WaitHistogram Histogram
 }
 
-// Destroyed is the number of objects destroyed for reason r
-// (s.Destroys.Of(r)).
-func (s Stats) Destroyed(r DestroyReason) uint64 { return s.Destroys.Of(r) }
-
-// DestroyCounts counts destroyed objects by reason.
+// DestroyCounts counts destroyed objects by reason, as sql.DBStats counts
+// MaxIdleClosed and MaxLifetimeClosed. Each field's JSON name is the
+// reason's stable name: the "reason" of the pool's log lines, Event.Reason,
+// the destroys of package health's JSON and the reason label of the
+// metrics/prometheus module.
 type DestroyCounts struct {
-	n [numDestroyReasons]uint64
+	Invalid    uint64 `json:"invalid"`     // failed Validate on take or give-back
+	Idle       uint64 `json:"idle"`        // idle longer than MaxIdle
+	Lifetime   uint64 `json:"lifetime"`    // older than its lifetime
+	TestFailed uint64 `json:"test_failed"` // failed or timed out its Test
+	Discarded  uint64 `json:"discarded"`   // handed back with Discard
+	Leaked     uint64 `json:"leaked"`      // its Handle was lost (LEAK-DETECTED)
+	Closed     uint64 `json:"closed"`      // the pool was closed
+	Late       uint64 `json:"late"`        // created after CreateTimeout had failed its creation
+	Rejected   uint64 `json:"rejected"`    // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
+	Evicted    uint64 `json:"evicted"`     // a Keyed's idle object, least recently used, destroyed to free a slot for another key's callers
+	Yielded    uint64 `json:"yielded"`     // a Keyed's object given back while another key's callers waited for the budget: its slot went to them
 }
 
-// Of is the number of objects destroyed for reason r; 0 for a reason this
-// version does not know.
-func (d DestroyCounts) Of(r DestroyReason) uint64 {
-	if r < 0 || r >= numDestroyReasons {
-		return 0
-	}
-	return d.n[r]
-}
-
-// Total is the number of objects destroyed for any reason.
-func (d DestroyCounts) Total() uint64 {
-	var t uint64
-	for _, n := range d.n {
-		t += n
-	}
-	return t
-}
-
-// All yields every reason, in the order of their constants, with its count
-// (zero counts included), for exporting them as labelled metrics.
-func (d DestroyCounts) All() iter.Seq2[DestroyReason, uint64] {
-	return func(yield func(DestroyReason, uint64) bool) {
-		for r, n := range d.n {
-			if !yield(DestroyReason(r), n) {
-				return
-			}
-		}
+// destroyCounts reads the counters n, indexed by reason.
+func destroyCounts(n *[numDestroyReasons]atomic.Uint64) DestroyCounts {
+	return DestroyCounts{
+		Invalid: n[reasonInvalid].Load(), Idle: n[reasonIdle].Load(), Lifetime: n[reasonLifetime].Load(),
+		TestFailed: n[reasonTestFailed].Load(), Discarded: n[reasonDiscarded].Load(), Leaked: n[reasonLeaked].Load(),
+		Closed: n[reasonClosed].Load(), Late: n[reasonLate].Load(), Rejected: n[reasonRejected].Load(),
+		Evicted: n[reasonEvicted].Load(), Yielded: n[reasonYielded].Load(),
 	}
 }
 
-// String lists the non-zero counts as reason=count, for example
-// "idle=3 discarded=1"; "none" when nothing was destroyed.
-func (d DestroyCounts) String() string {
-	var b strings.Builder
-	for r, n := range d.All() {
-		if n == 0 {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(r.String())
-		b.WriteByte('=')
-		b.WriteString(strconv.FormatUint(n, 10))
-	}
-	if b.Len() == 0 {
-		return "none"
-	}
-	return b.String()
+// add adds o's counts to d.
+func (d *DestroyCounts) add(o DestroyCounts) {
+	d.Invalid += o.Invalid
+	d.Idle += o.Idle
+	d.Lifetime += o.Lifetime
+	d.TestFailed += o.TestFailed
+	d.Discarded += o.Discarded
+	d.Leaked += o.Leaked
+	d.Closed += o.Closed
+	d.Late += o.Late
+	d.Rejected += o.Rejected
+	d.Evicted += o.Evicted
+	d.Yielded += o.Yielded
 }
 
 // counters are the pool's cumulative counters; any goroutine may add.
@@ -166,6 +149,7 @@ func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
 	idle, shardTakes := p.idle.counts()
 	s := Stats{
+		Closed:              p.closed.Load(),
 		MaxObjects:          p.cfg.MaxObjects,
 		EffectiveMaxObjects: int(p.limit.Load()),
 		FailedFast:          c.failedFast.Load(),
@@ -192,9 +176,7 @@ func (p *Pool[T]) Stats() Stats {
 		s.LastCreateError = f.stat
 		s.LastCreateErrorAt = p.timeAt(f.at)
 	}
-	for i := range s.Destroys.n {
-		s.Destroys.n[i] = c.destroys[i].Load()
-	}
+	s.Destroys = destroyCounts(&c.destroys)
 	s.InUse = max(0, s.Total-s.Idle-s.Creating-s.Testing-int(p.destroying.Load()))
 	var queueTakes uint64
 	for i := range p.waitStats {

@@ -3,40 +3,37 @@ package pool
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/respool/respool/factory"
+	"github.com/respool/respool/resilience"
 )
 
 func TestStatsDestroysByReason(t *testing.T) {
 	h := newHarness(t, Config{MaxObjects: 2})
 	a, b := h.take(), h.take()
-	if err := h.p.Discard(a); err != nil {
+	if err := a.Discard(); err != nil {
 		t.Fatal(err)
 	}
 	b.Value().broken.Store(true)
 	h.giveBack(b)
 	h.ev.wait(t, "destroyed", 2)
 	d := h.p.Stats().Destroys
-	if d.Of(DestroyDiscarded) != 1 || d.Of(DestroyInvalid) != 1 || d.Total() != 2 {
-		t.Fatalf("destroys = %v, want 1 discarded and 1 invalid", d)
+	if d.Discarded != 1 || d.Invalid != 1 || totalDestroyed(d) != 2 {
+		t.Fatalf("destroys = %+v, want 1 discarded and 1 invalid", d)
 	}
-	seen := map[DestroyReason]uint64{}
-	for r, n := range d.All() {
-		seen[r] = n
+	if got := destroysOf(d, reasonDiscarded); got != 1 {
+		t.Fatalf("destroysOf(discarded) = %d, want 1", got)
 	}
-	if len(seen) != len(destroyReasonNames) || seen[DestroyDiscarded] != 1 {
-		t.Fatalf("All() = %v, want every reason once", seen)
-	}
-	if got := d.String(); !strings.Contains(got, "discarded=1") || !strings.Contains(got, "invalid=1") || strings.Contains(got, "idle=") {
-		t.Fatalf("String() = %q, want the non-zero reasons only", got)
-	}
-	if d.Of(DestroyReason(-1)) != 0 || d.Of(DestroyReason(99)) != 0 {
-		t.Fatal("an unknown reason must count 0")
-	}
+}
+
+// destroysOf is d's count of reason r.
+func destroysOf(d DestroyCounts, r destroyReason) uint64 {
+	return reflect.ValueOf(d).Field(int(r)).Uint()
 }
 
 func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
@@ -52,15 +49,13 @@ func TestQuantileSaysWhenItHasNoBound(t *testing.T) {
 	}
 }
 
-func TestNewRefusesFuncsWithoutCreateFunc(t *testing.T) {
-	for _, f := range []factory.Factory[int]{factory.Funcs[int]{}, &factory.Funcs[int]{}} {
-		_, err := New[int](f, Config{})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "factory" || !strings.Contains(err.Error(), "CreateFunc") {
-			t.Fatalf("New(%T without CreateFunc) = %v, want a ConfigError naming CreateFunc", f, err)
-		}
+func TestNewRefusesAFactoryWithoutCreate(t *testing.T) {
+	_, err := New[int](Factory[int]{Destroy: func(int) error { return nil }}, Config{})
+	var ce *resilience.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Factory.Create" || !strings.Contains(err.Error(), "Factory.Create") {
+		t.Fatalf("New(Factory without Create) = %v, want a ConfigError naming Factory.Create", err)
 	}
-	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, Config{})
+	p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +80,8 @@ func TestCountSaysOneInTheSingular(t *testing.T) {
 func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	p, err := New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }},
-		Config{MaxObjects: MaxObjectsLimit})
+	p, err := New[int](Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }},
+		Config{MaxObjects: maxObjectsLimit})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +89,7 @@ func TestNewAllocatesLittleForALargeEmptyPool(t *testing.T) {
 	defer p.Close(context.Background())
 	const limit = 1 << 20 // the queue's 512 KiB and small change
 	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
-		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, MaxObjectsLimit, limit>>10)
+		t.Fatalf("New allocated %d KiB for an empty pool of %d, want at most %d KiB", got>>10, maxObjectsLimit, limit>>10)
 	}
 }
 
@@ -109,7 +104,7 @@ func TestStatsDoesNotNeedTheActor(t *testing.T) {
 		}
 	}
 	f := &fakeFactory{}
-	p, err := newPool[*fakeObj](f, Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
+	p, err := newPool[*fakeObj](factoryOf[*fakeObj](f), Config{MaxObjects: 2, Clock: newFakeClock()}, hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +124,46 @@ func TestStatsDoesNotNeedTheActor(t *testing.T) {
 		t.Error("Stats waited for the actor")
 	}
 	close(release)
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// totalDestroyed is the number of objects d counts, whatever the reason.
+func totalDestroyed(d DestroyCounts) uint64 {
+	var n uint64
+	v := reflect.ValueOf(d)
+	for i := range v.NumField() {
+		n += v.Field(i).Uint()
+	}
+	return n
+}
+
+// Each reason's counter is read into the DestroyCounts field whose JSON
+// name is the reason's name (the log lines' reason, Event.Reason, health's
+// JSON and the Prometheus label).
+func TestDestroyCountsFieldsAreTheReasons(t *testing.T) {
+	var n [numDestroyReasons]atomic.Uint64
+	for r := range n {
+		n[r].Store(uint64(r) + 1)
+	}
+	v := reflect.ValueOf(destroyCounts(&n))
+	if v.NumField() != int(numDestroyReasons) {
+		t.Fatalf("DestroyCounts has %d fields for %d reasons", v.NumField(), numDestroyReasons)
+	}
+	var sum DestroyCounts
+	sum.add(destroyCounts(&n))
+	sum.add(destroyCounts(&n))
+	for r := range numDestroyReasons {
+		f := v.Type().Field(int(r))
+		if name := f.Tag.Get("json"); name != r.String() || v.Field(int(r)).Uint() != uint64(r)+1 {
+			t.Errorf("field %d, %s (json %q) = %d; want reason %q's count %d", r, f.Name, name, v.Field(int(r)).Uint(), r, r+1)
+		}
+		if got := reflect.ValueOf(sum).Field(int(r)).Uint(); got != 2*(uint64(r)+1) {
+			t.Errorf("add: %s = %d; want %d", f.Name, got, 2*(r+1))
+		}
 	}
 }

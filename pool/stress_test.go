@@ -22,28 +22,28 @@ import (
 // overload policy.
 func TestStressInvariants(t *testing.T) {
 	const maxObjects = 4
-	fast := BackoffConfig{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}
+	const fastInitial, fastMax = 100 * time.Microsecond, 2 * time.Millisecond
 	for _, v := range []struct {
 		name   string
 		cfg    Config
 		failer func(call int64, live int64) error
 	}{
-		{"backoff", Config{CreateBackoff: fast}, everyFifth},
-		{"backoff-off", Config{CreateBackoff: BackoffConfig{Disabled: true}}, everyFifth},
-		{"retry-after", Config{CreateBackoff: fast}, func(call, _ int64) error {
+		{"backoff", Config{BackoffInitial: fastInitial, BackoffMax: fastMax}, everyFifth},
+		{"backoff-off", Config{BackoffDisabled: true}, everyFifth},
+		{"retry-after", Config{BackoffInitial: fastInitial, BackoffMax: fastMax}, func(call, _ int64) error {
 			if call%5 == 0 {
 				return &retryAfterErr{at: time.Now().Add(500 * time.Microsecond)}
 			}
 			return nil
 		}},
-		{"back-pressure", Config{CreateBackoff: fast, BackPressure: stressBackPressure}, func(call, live int64) error {
+		{"back-pressure", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, BackPressure: stressBackPressure}, func(call, live int64) error {
 			if live >= maxObjects-1 || call%7 == 0 { // the server takes 3 at most
 				return errServerFull
 			}
 			return nil
 		}},
-		{"codel", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadCoDel, Target: 200 * time.Microsecond, Interval: time.Millisecond}}, everyFifth},
-		{"fifo", Config{CreateBackoff: fast, Overload: OverloadConfig{Policy: OverloadFIFO}}, everyFifth},
+		{"codel", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, Overload: OverloadCoDel, CoDelTarget: 200 * time.Microsecond, CoDelInterval: time.Millisecond}, everyFifth},
+		{"fifo", Config{BackoffInitial: fastInitial, BackoffMax: fastMax, Overload: OverloadFIFO}, everyFifth},
 	} {
 		t.Run(v.name, func(t *testing.T) { stressInvariants(t, maxObjects, v.cfg, v.failer) })
 	}
@@ -80,7 +80,7 @@ func stressInvariants(t *testing.T, maxObjects int, cfg Config, failer func(call
 	cfg.MaxLifetime = 5 * time.Millisecond
 	cfg.TestTimeout = time.Second
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	p, err := New[*fakeObj](cf, cfg)
+	p, err := New[*fakeObj](factoryOf[*fakeObj](cf), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func stressFactory(failer func(call, live int64) error) (*fakeFactory, *failingF
 
 func stressStep(t *testing.T, p *Pool[*fakeObj], rng *rand.Rand) {
 	if h, ok := stressTake(t, rng, p.Take, p.TryTake, nil); ok {
-		holdAndReturn(t, rng, h, p.GiveBack, p.Discard)
+		holdAndReturn(t, rng, h)
 	}
 }
 
@@ -218,7 +218,7 @@ func stressTake(t *testing.T, rng *rand.Rand, take func(context.Context) (Handle
 // nobody else holds its object), may break its object, and gives it back or
 // discards it with giveBack and discard, checking that a second give-back
 // is refused.
-func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, discard func(Handle[*fakeObj]) error) {
+func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj]) {
 	o := h.Value()
 	if !o.held.CompareAndSwap(0, 1) {
 		t.Errorf("object %d handed to two callers", o.id)
@@ -233,14 +233,14 @@ func holdAndReturn(t *testing.T, rng *rand.Rand, h Handle[*fakeObj], giveBack, d
 	o.held.Store(0)
 	var err error
 	if rng.IntN(10) == 0 {
-		err = discard(h)
+		err = h.Discard()
 	} else {
-		err = giveBack(h)
+		err = h.GiveBack()
 	}
 	if err != nil {
 		t.Errorf("give back: %v", err)
 	}
-	if err := giveBack(h); !errors.Is(err, ErrAlreadyReturned) {
+	if err := h.GiveBack(); !errors.Is(err, ErrAlreadyReturned) {
 		t.Errorf("second give back = %v, want ErrAlreadyReturned", err)
 	}
 }

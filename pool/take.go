@@ -12,13 +12,13 @@ import (
 // a new one when the pool is below its effective size, and otherwise waits
 // in FIFO order for an object to be given back. It fails at once with ctx's
 // error when ctx has already ended (whether or not an object is idle), with
-// a *QueueFullError (errors.Is ErrQueueFull) when the pool is full and
+// a queue-full error (errors.Is ErrQueueFull) when the pool is full and
 // MaxQueueSize callers already wait for a give-back, with an
 // *OverloadError (errors.Is ErrOverloaded) when the overload policy finds
 // it cannot be served in time, with a *CreateError (FailedFast) when
 // creations fail and it cannot wait for the next attempt, and with
 // ErrClosed once the pool is closed. While waiting it fails with ctx's
-// error or an *AcquireTimeoutError when its wait ends (the object it may
+// error or an error matching ErrAcquireTimeout when its wait ends (the object it may
 // have caused to be created goes to the next caller; while creations fail,
 // wrapped in a *WaitError naming the last failure) and with a *CreateError
 // when the creation it waited for fails.
@@ -119,23 +119,23 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 // now is a clock reading, or 0 if the caller has none.
 func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle[T], err error, ok bool) {
 	if p.closed.Load() {
-		p.destroy(e, DestroyClosed)
+		p.destroy(e, reasonClosed)
 		return Handle[T]{}, ErrClosed, true
 	}
 	if !p.valid(e.obj) {
-		p.destroy(e, DestroyInvalid)
+		p.destroy(e, reasonInvalid)
 		return Handle[T]{}, nil, false
 	}
-	if now == 0 && (e.expiresAt != 0 || p.cfg.Leak.HoldThreshold > 0) { // read only when a limit needs it
+	if now == 0 && (e.expiresAt != 0 || p.cfg.HoldThreshold > 0) { // read only when a limit needs it
 		now = p.clock()
 	}
 	if e.expiresAt != 0 && now >= e.expiresAt { // never hand out an expired object
-		p.destroy(e, DestroyLifetime)
+		p.destroy(e, reasonLifetime)
 		return Handle[T]{}, nil, false
 	}
-	if p.hooks.BeforeHandOut != nil {
+	if p.f.BeforeHandOut != nil {
 		if err := p.beforeHandOut(ctx, e); err != nil {
-			p.destroy(e, DestroyRejected)
+			p.destroy(e, reasonRejected)
 			if err := ctx.Err(); err != nil {
 				return Handle[T]{}, err, true // the caller's context ended the check
 			}
@@ -150,32 +150,32 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 // which costs no timer (handOutBound).
 func (p *Pool[T]) beforeHandOut(ctx context.Context, e *entry[T]) error {
 	if ctx.Done() == nil {
-		return p.hooks.BeforeHandOut(p.handOutBound(ctx), e.obj)
+		return p.f.BeforeHandOut(p.handOutBound(ctx), e.obj)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.TestTimeout)
 	defer cancel()
-	return p.hooks.BeforeHandOut(ctx, e.obj)
+	return p.f.BeforeHandOut(ctx, e.obj)
 }
 
 // lend marks e as out and returns its Handle; e must be held by the caller
 // (received from idle or delivered by the actor). now is a clock reading,
 // or 0 if the caller has none.
 func (p *Pool[T]) lend(e *entry[T], now int64) Handle[T] {
-	lc := &p.cfg.Leak
+	c := &p.cfg
 	// takenAt and site are stored before the lease changes, so the actor's
 	// hold-time scan never pairs a new lease with an old time. takenAt is
 	// a real clock reading, so that hold times are true to the take.
-	if lc.HoldThreshold > 0 {
+	if c.HoldThreshold > 0 {
 		if now == 0 {
 			now = p.clock()
 		}
 		e.takenAt.Store(now)
 	}
-	if lc.CaptureStack {
+	if c.LeakCaptureStack {
 		e.site.Store(leaktrack.Capture(3))
 	}
 	h := Handle[T]{e: e, lease: e.lease.Add(1)}
-	if !lc.Disabled {
+	if !c.LeakTrackingDisabled {
 		h.token = p.newToken(e, h.lease)
 	}
 	return h
@@ -424,7 +424,7 @@ func (t *taker[T]) ask() error {
 	if waiting > int64(p.cfg.MaxQueueSize) && full {
 		t.unqueue()
 		p.counters.queueFull.Add(1)
-		return &QueueFullError{Waiting: int(waiting - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: p.maxObjectsNow()}
+		return &queueFullError{Waiting: int(waiting - 1), MaxQueueSize: p.cfg.MaxQueueSize, MaxObjects: p.maxObjectsNow()}
 	}
 	if err := t.admit(int(n - 1)); err != nil {
 		t.unqueue()
@@ -447,7 +447,7 @@ func (t *taker[T]) cancelled() error {
 func (t *taker[T]) timedOut() error {
 	p := t.p
 	p.counters.acquireTimeout.Add(1)
-	return p.whileFailing(&AcquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.maxObjectsNow(), Waiting: int(p.waiting.Load())})
+	return p.whileFailing(&acquireTimeoutError{Bound: p.cfg.AcquireTimeout, MaxObjects: p.maxObjectsNow(), Waiting: int(p.waiting.Load())})
 }
 
 // whileFailing wraps err, the end of a wait, in a *WaitError naming the

@@ -32,8 +32,8 @@ func TestTakeSkipsIdleObjectFailingValidate(t *testing.T) {
 		t.Fatal("Take handed out an object that fails Validate")
 	}
 	h.ev.wait(t, "destroyed", 1)
-	if s := h.p.Stats(); s.Destroyed(DestroyInvalid) != 1 {
-		t.Fatalf("invalid destroys = %d, want 1", s.Destroyed(DestroyInvalid))
+	if s := h.p.Stats(); s.Destroys.Invalid != 1 {
+		t.Fatalf("invalid destroys = %d, want 1", s.Destroys.Invalid)
 	}
 	h.giveBack(b)
 }
@@ -116,7 +116,7 @@ func TestQueueFullFailsAtOnceWithLimits(t *testing.T) {
 	if !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("Take = %v, want ErrQueueFull", err)
 	}
-	var qf *QueueFullError
+	var qf *queueFullError
 	if !errors.As(err, &qf) || qf.Waiting != 2 || qf.MaxQueueSize != 2 || qf.MaxObjects != 1 {
 		t.Fatalf("error = %#v, want Waiting 2, MaxQueueSize 2, MaxObjects 1", qf)
 	}
@@ -233,7 +233,7 @@ func TestEveryWaiterOfAFailingFactoryGetsAnError(t *testing.T) {
 			return len(errs) > 0 || h.p.Stats().NextCreateAttempt.After(h.clk.Now())
 		})
 		if len(errs) == 0 {
-			h.clk.Advance(h.p.cfg.CreateBackoff.Max)
+			h.clk.Advance(h.p.cfg.BackoffMax)
 		}
 	}
 }
@@ -296,7 +296,7 @@ func TestEverySlotFreedUnderAFullPoolGoesToAWaiter(t *testing.T) {
 		}
 	}
 	for _, hd := range []Handle[*fakeObj]{a, b} {
-		if err := h.p.Discard(hd); err != nil {
+		if err := hd.Discard(); err != nil {
 			t.Fatal(err)
 		}
 	}

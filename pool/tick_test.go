@@ -23,7 +23,7 @@ func TestTickDestroysObjectsIdlePastMaxIdleDownToMinIdle(t *testing.T) {
 	h.ev.wait(t, "tick", 1)
 	h.ev.wait(t, "destroyed", 2)
 	s := h.p.Stats()
-	if s.Destroyed(DestroyIdle) != 2 || s.Total != 1 {
+	if s.Destroys.Idle != 2 || s.Total != 1 {
 		t.Fatalf("stats = %+v, want 2 idle destroys and MinIdle 1 object left", s)
 	}
 }
@@ -64,8 +64,8 @@ func TestTickTestsIdleObjectsAndDestroysFailures(t *testing.T) {
 		t.Fatal("Take got the object that failed its test")
 	}
 	h.ev.wait(t, "destroyed", 1)
-	if s := h.p.Stats(); s.Destroyed(DestroyTestFailed) != 1 {
-		t.Fatalf("test-failed destroys = %d, want 1", s.Destroyed(DestroyTestFailed))
+	if s := h.p.Stats(); s.Destroys.TestFailed != 1 {
+		t.Fatalf("test-failed destroys = %d, want 1", s.Destroys.TestFailed)
 	}
 }
 
@@ -102,7 +102,7 @@ func TestTestTimeoutDestroysTheObject(t *testing.T) {
 	// up on the test first.
 	waitUntil(t, "the timed-out object is destroyed", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyTestFailed) == 1 && s.Total == 0
+		return s.Destroys.TestFailed == 1 && s.Total == 0
 	})
 }
 
@@ -114,7 +114,7 @@ func TestLifetimeEndsOnGiveBackAndWhenIdle(t *testing.T) {
 	h.ev.wait(t, "tick", 1) // b, idle, expires here
 	h.giveBack(a)           // a expires on its way back
 	h.ev.wait(t, "destroyed", 2)
-	if s := h.p.Stats(); s.Destroyed(DestroyLifetime) != 2 || s.Total != 0 {
+	if s := h.p.Stats(); s.Destroys.Lifetime != 2 || s.Total != 0 {
 		t.Fatalf("stats = %+v, want both objects destroyed for their lifetime", s)
 	}
 }
@@ -148,7 +148,7 @@ func TestMinIdleIsFilledAtStartAndRefilled(t *testing.T) {
 		t.Fatalf("idle = %d at start, want MinIdle 2", s.Idle)
 	}
 	a := h.take()
-	if err := h.p.Discard(a); err != nil {
+	if err := a.Discard(); err != nil {
 		t.Fatal(err)
 	}
 	h.ev.wait(t, "destroyed", 1)
@@ -184,7 +184,7 @@ func TestSurplusObjectsIdleOutUnderLightLoad(t *testing.T) {
 	// Destroys finish in the background: wait for them to be counted.
 	waitUntil(t, "the objects a single caller does not need are destroyed as idle", func() bool {
 		s := h.p.Stats()
-		return s.Destroyed(DestroyIdle) >= 2 && s.Total <= 2
+		return s.Destroys.Idle >= 2 && s.Total <= 2
 	})
 }
 
@@ -196,7 +196,7 @@ func TestMaxLifetimeOfMaxInt64MeansForever(t *testing.T) {
 	h.clk.Tick(t, 24*time.Hour)
 	h.ev.wait(t, "tick", 1)
 	h.giveBack(h.take())
-	if s := h.p.Stats(); s.Creates != 1 || s.Destroyed(DestroyLifetime) != 0 {
+	if s := h.p.Stats(); s.Creates != 1 || s.Destroys.Lifetime != 0 {
 		t.Fatalf("stats = %+v, want 1 create and no lifetime destroy", s)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/respool/respool/pool"
 )
 
 // leak drops a *sql.Rows without closing it. Its connection stays in use
@@ -56,9 +54,9 @@ func (dm *demo) leak(ctx context.Context) error {
 	defer cancel()
 	n, err := holdAll(hctx, dm.db, o.MaxConns)
 	after = dm.conn.Stats()
-	dm.expect(err == nil && after.Destroyed(pool.DestroyLeaked) == before.Destroyed(pool.DestroyLeaked)+1,
+	dm.expect(err == nil && after.Destroys.Leaked == before.Destroys.Leaked+1,
 		"leaked slot reclaimed",
-		"the leaked connection was closed (Stats.Destroys: %v); %d of %d connections held at once afterwards (err: %v)",
+		"the leaked connection was closed (Stats.Destroys: %+v); %d of %d connections held at once afterwards (err: %v)",
 		after.Destroys, n, o.MaxConns, err)
 	dm.d.printf("  %s", statusLine(after))
 	return nil

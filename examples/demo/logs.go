@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-
-	"github.com/respool/respool/leak"
-	"github.com/respool/respool/pool"
 )
 
 // logSink is the slog.Handler of respool's log lines during the demo (a
@@ -40,12 +37,12 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	var rep leakReport
 	each := func(a slog.Attr) bool {
 		switch a.Key {
-		case pool.AttrTakenAt:
+		case "taken_at":
 			rep.takenAt = a.Value.String()
 			return true
-		case pool.AttrPool:
+		case "pool":
 			rep.pool = a.Value.String()
-		case pool.AttrAction:
+		case "action":
 			rep.action = a.Value.String()
 		}
 		attrs = append(attrs, fmt.Sprintf("%s=%q", a.Key, a.Value.String()))
@@ -56,7 +53,7 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(each)
 	s.d.printf("  respool log: %s %s %s", r.Level, r.Message, strings.Join(attrs, " "))
-	if r.Message != leak.MsgLeak {
+	if r.Message != "LEAK-DETECTED" {
 		return nil
 	}
 	if rep.takenAt != "" {

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/factory"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 )
 
@@ -32,18 +30,18 @@ func main() {
 func run() error {
 	var ids atomic.Int64
 	leaked := make(chan struct{}, 1)
-	f := factory.Funcs[*conn]{
-		CreateFunc: func(ctx context.Context) (*conn, error) {
+	f := pool.Factory[*conn]{
+		Create: func(ctx context.Context) (*conn, error) {
 			time.Sleep(2 * time.Millisecond) // a connection handshake
 			return &conn{id: ids.Add(1)}, nil
 		},
 	}
 	p, err := pool.New[*conn](f, pool.Config{
-		MaxObjects:   4,
-		MaxQueueSize: 8,
-		Leak:         leak.Config{CaptureStack: true},
-		Logger:       slog.New(slog.NewTextHandler(os.Stdout, nil)),
-		Name:         "quickstart",
+		MaxObjects:       4,
+		MaxQueueSize:     8,
+		LeakCaptureStack: true,
+		Logger:           slog.New(slog.NewTextHandler(os.Stdout, nil)),
+		Name:             "quickstart",
 		OnEvent: func(e pool.Event) {
 			if e.Kind == pool.EventLeak {
 				select {
@@ -77,7 +75,7 @@ func run() error {
 			}
 			time.Sleep(time.Millisecond) // a query
 			served.Add(1)
-			_ = p.GiveBack(h)
+			_ = h.GiveBack()
 		}()
 	}
 	wg.Wait()

@@ -26,7 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/pause"
@@ -56,8 +55,8 @@ func run(ctx context.Context, out io.Writer) error {
 	transport := &http.Transport{}
 	defer transport.CloseIdleConnections()
 	var sessions atomic.Int64
-	p, err := pool.New[*apiClient](factory.Funcs[*apiClient]{
-		CreateFunc: func(ctx context.Context) (*apiClient, error) {
+	p, err := pool.New[*apiClient](pool.Factory[*apiClient]{
+		Create: func(ctx context.Context) (*apiClient, error) {
 			return &apiClient{http: &http.Client{Transport: transport}, url: api.URL, session: sessions.Add(1)}, nil
 		},
 	}, pool.Config{Name: "api", MaxObjects: clients})
@@ -89,7 +88,7 @@ func run(ctx context.Context, out io.Writer) error {
 			if err != nil {
 				return "", err
 			}
-			defer func() { _ = p.GiveBack(h) }()
+			defer func() { _ = h.GiveBack() }()
 			// The gate is passed with a client in hand, just before the
 			// call: only the calls in flight can meet a 429.
 			return resilience.Do(ctx, gate, func(ctx context.Context) (string, error) {

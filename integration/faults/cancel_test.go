@@ -21,9 +21,9 @@ var cancelClients = []client{
 	{name: "pgx stdlib", kinds: onPostgres, baseline: true, open: openSQL(poolSize)},
 	{name: "mysql", kinds: onMariaDB, baseline: true, open: openSQL(poolSize)},
 	respoolClient("respool", poolKeys),
-	respoolClient("respool FIFO", poolKeys, func(c *respool.Config) { c.Pool.Overload.Policy = respoolpool.OverloadFIFO }),
+	respoolClient("respool FIFO", poolKeys, func(c *respool.Config) { c.Pool.Overload = respoolpool.OverloadFIFO }),
 	respoolClient("respool FIFO, waits off", poolKeys, func(c *respool.Config) {
-		c.Pool.Overload.Policy = respoolpool.OverloadFIFO
+		c.Pool.Overload = respoolpool.OverloadFIFO
 		c.CancelWait, c.SessionEndWait = -1, -1
 	}),
 }

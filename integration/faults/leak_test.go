@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/respool/respool/leak"
 )
 
 const (
@@ -133,7 +131,7 @@ func holdAll(ctx context.Context, p pool) int {
 func leakReports(p pool) []string {
 	var out []string
 	for _, line := range p.logged() {
-		if strings.Contains(line, leak.MsgLeak) {
+		if strings.Contains(line, "LEAK-DETECTED") {
 			out = append(out, line)
 		}
 	}

@@ -356,7 +356,7 @@ func TestConnectionLeftInATransactionIsNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.Stats()
-	if destroyed := st.Destroyed(pool.DestroyInvalid) + st.Destroyed(pool.DestroyDiscarded) + st.Destroyed(pool.DestroyRejected); destroyed != 1 || st.Creates != 2 {
+	if destroyed := st.Destroys.Invalid + st.Destroys.Discarded + st.Destroys.Rejected; destroyed != 1 || st.Creates != 2 {
 		t.Fatalf("stats %+v: want the connection left in a transaction destroyed and a new one made", st)
 	}
 }

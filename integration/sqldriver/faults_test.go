@@ -161,7 +161,7 @@ func TestSessionsEndedByTheServerFailNoQuery(t *testing.T) {
 					respoolFailed, queries, s.DriverName(), plainFailed)
 			}
 			dead := func(st pool.Stats) uint64 {
-				return st.Destroyed(pool.DestroyDiscarded) + st.Destroyed(pool.DestroyInvalid) + st.Destroyed(pool.DestroyRejected)
+				return st.Destroys.Discarded + st.Destroys.Invalid + st.Destroys.Rejected
 			}
 			st := waitPool(t, ctx, c, func(st pool.Stats) bool {
 				return st.InUse == 0 && st.Total == st.Idle && dead(st) >= conns

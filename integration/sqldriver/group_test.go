@@ -13,7 +13,6 @@ import (
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/pool"
 )
 
 // groupDatabases are the two databases of TestGroupSharesOneBudgetOnTheServer:
@@ -211,8 +210,8 @@ func TestGroupSharesOneBudgetOnTheServer(t *testing.T) {
 			s.Kind, peaks.samples, peaks.total, peaks.perDB[groupDatabases[0]], peaks.perDB[groupDatabases[1]],
 			afterBurst[groupDatabases[0]], afterBurst[groupDatabases[1]])
 		t.Logf("%s: evicted %d (replica %d, primary %d), yielded %d (replica %d, primary %d); creates %d; waited for the budget now %d",
-			s.Kind, st.Destroyed(pool.DestroyEvicted), st.Keys["replica"].Destroyed(pool.DestroyEvicted), st.Keys["primary"].Destroyed(pool.DestroyEvicted),
-			st.Destroyed(pool.DestroyYielded), st.Keys["replica"].Destroyed(pool.DestroyYielded), st.Keys["primary"].Destroyed(pool.DestroyYielded),
+			s.Kind, st.Destroys.Evicted, st.Keys["replica"].Destroys.Evicted, st.Keys["primary"].Destroys.Evicted,
+			st.Destroys.Yielded, st.Keys["replica"].Destroys.Yielded, st.Keys["primary"].Destroys.Yielded,
 			st.Creates, st.WaitingForBudget)
 		if peaks.total > budget {
 			t.Errorf("the server held %d sessions of the two databases at once; the budget is %d", peaks.total, budget)
@@ -220,9 +219,9 @@ func TestGroupSharesOneBudgetOnTheServer(t *testing.T) {
 		if peaks.samples < 10 || peaks.perDB[groupDatabases[0]] == 0 || peaks.perDB[groupDatabases[1]] == 0 {
 			t.Errorf("%d samples, peaks %v: the sampler did not see the load", peaks.samples, peaks.perDB)
 		}
-		if n := afterBurst[groupDatabases[0]]; n <= budget/2 || burst.Keys["replica"].Destroyed(pool.DestroyEvicted) == 0 {
+		if n := afterBurst[groupDatabases[0]]; n <= budget/2 || burst.Keys["replica"].Destroys.Evicted == 0 {
 			t.Errorf("after the primary's burst: primary %d sessions, replica's evicted %d; want more than half the budget, taken from the replica's idle",
-				n, burst.Keys["replica"].Destroyed(pool.DestroyEvicted))
+				n, burst.Keys["replica"].Destroys.Evicted)
 		}
 		if r, p := replicaDone.Load()-replicaBefore, primaryDone.Load()-primaryBefore; r != 320 || p != 320 {
 			t.Errorf("with both busy: replica served %d, primary %d queries; want 320 each", r, p)

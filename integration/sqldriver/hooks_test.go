@@ -147,8 +147,8 @@ func TestBeforeAcquireRejectsAConnection(t *testing.T) {
 			t.Errorf("BeforeAcquire called %d times; want 2 (once per take from idle)", n)
 		}
 		waitSessionGone(t, ctx, s, first)
-		if st := c.Stats(); st.Destroyed(pool.DestroyRejected) != 1 {
-			t.Errorf("Destroyed(DestroyRejected) %d; want 1", st.Destroyed(pool.DestroyRejected))
+		if st := c.Stats(); st.Destroys.Rejected != 1 {
+			t.Errorf("Destroys.Rejected %d; want 1", st.Destroys.Rejected)
 		}
 	})
 }
@@ -180,7 +180,7 @@ func TestAfterReleaseDiscardsAConnection(t *testing.T) {
 		if first == second || second != third {
 			t.Errorf("sessions %d, %d, %d; want the first discarded, then one session", first, second, third)
 		}
-		waitPool(t, ctx, c, func(st pool.Stats) bool { return st.Destroyed(pool.DestroyRejected) == 1 })
+		waitPool(t, ctx, c, func(st pool.Stats) bool { return st.Destroys.Rejected == 1 })
 	})
 }
 

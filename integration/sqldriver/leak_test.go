@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/leak"
 )
 
 //go:noinline
@@ -36,7 +35,7 @@ func TestLostRowsAreFoundByTheGarbageCollector(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *servers.Server) {
 		ctx := ctxT(t)
 		count := newConnectionCounter(t, ctx, s, monitor(t, s))
-		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=1&respool_leak_stack=true"), leak.MsgLeak)
+		db, c, h := openLogged(t, withKeys(s, "respool_max_conns=1&respool_leak_stack=true"), "LEAK-DETECTED")
 
 		loseRows(t, db)
 		waitConnections(t, ctx, count, 1)

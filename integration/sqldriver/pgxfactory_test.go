@@ -13,9 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/respool/respool"
 	"github.com/respool/respool/dbguard"
-	"github.com/respool/respool/factory/pgxfactory"
-	"github.com/respool/respool/leak"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
@@ -36,12 +35,13 @@ func takeAndLoseConn(t *testing.T, p *pool.Pool[*pgx.Conn]) {
 
 func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	ctx := ctxT(t)
-	f, err := pgxfactory.New(pg.DSN())
+	cc, err := pgx.ParseConfig(pg.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newSignalHandler(leak.MsgLeak)
-	p, err := pool.New[*pgx.Conn](f, pool.Config{MaxObjects: 1, Leak: leak.Config{CaptureStack: true}, Logger: slog.New(h)})
+	f := respool.PgxFactory(cc)
+	h := newSignalHandler("LEAK-DETECTED")
+	p, err := pool.New[*pgx.Conn](f, pool.Config{MaxObjects: 1, LeakCaptureStack: true, Logger: slog.New(h)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if _, err := c.Value().Exec(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.GiveBack(c); err != nil {
+	if err := c.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	c, err = p.Take(ctx)
@@ -65,7 +65,7 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if st := c.Value().PgConn().TxStatus(); st != 'I' {
 		t.Fatalf("got a connection in transaction status %q", st)
 	}
-	if err := p.GiveBack(c); err != nil {
+	if err := c.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -85,16 +85,16 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Take after the leak: %v", err)
 	}
-	if err := p.GiveBack(c); err != nil {
+	if err := c.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Destroyed(pool.DestroyInvalid) != 1 || st.Destroyed(pool.DestroyLeaked) != 1 {
+	if st := p.Stats(); st.Destroys.Invalid != 1 || st.Destroys.Leaked != 1 {
 		t.Fatalf("destroys %v: want one for the open transaction, one for the leak", st.Destroys)
 	}
 }
 
 // TestNativePgxThroughTheGuard checks that native pgx connections get the
-// driver's creation path: pgxfactory wrapped by dbguard.Factory. While the
+// driver's creation path: respool.PgxFactory wrapped by dbguard.Factory. While the
 // server refuses connections (a dial hook refuses them), a creation is
 // retried, the attempts open the circuit, and then takes fail at once with
 // a *pool.CreateError matching breaker.ErrOpen and carrying the half-open
@@ -102,14 +102,15 @@ func TestNativePgxConnectionsWithLeakDetection(t *testing.T) {
 // time is the probe, and succeeds.
 func TestNativePgxThroughTheGuard(t *testing.T) {
 	ctx := ctxT(t)
-	f, err := pgxfactory.New(pg.DSN())
+	cc, err := pgx.ParseConfig(pg.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := respool.PgxFactory(cc)
 	var down atomic.Bool
 	var dials atomic.Int64
-	dial := f.Config.DialFunc
-	f.Config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := cc.DialFunc
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
 		if down.Load() {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
@@ -180,7 +181,7 @@ func TestNativePgxThroughTheGuard(t *testing.T) {
 	if err := h.Value().QueryRow(ctx, "SELECT 1").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("SELECT 1 = %d, %v", n, err)
 	}
-	if err := p.GiveBack(h); err != nil {
+	if err := h.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
 	if s := g.Stats(); s.Breaker.State != breaker.Closed || s.ConnectAttempts != uint64(dials.Load()) {

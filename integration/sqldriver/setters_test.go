@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/respool/respool/integration/servers"
-	"github.com/respool/respool/pool"
 )
 
 // This file checks what the README and package respool say about
@@ -86,8 +85,8 @@ func TestRespoolMaxLifetimeEndsPhysicalConnections(t *testing.T) {
 				t.Fatal("the session outlived respool_max_lifetime")
 			}
 		}
-		if st := c.Stats(); st.Destroyed(pool.DestroyLifetime) == 0 {
-			t.Errorf("Destroyed(DestroyLifetime) = 0; want the expired connection counted")
+		if st := c.Stats(); st.Destroys.Lifetime == 0 {
+			t.Errorf("Destroys.Lifetime = 0; want the expired connection counted")
 		}
 	})
 }

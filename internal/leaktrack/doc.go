@@ -1,8 +1,9 @@
-// Package leaktrack is the machinery behind package leak: tokens watched by
-// the garbage collector and captured call sites. Only the pool uses it; it
-// reports what it finds as pool events (pool.EventLeak, logged as
-// leak.MsgLeak; pool.EventHeldTooLong, as leak.MsgHeld). Users configure it
-// through leak.Config.
+// Package leaktrack is the machinery behind the pool's leak tracking: tokens
+// watched by the garbage collector and captured call sites. Only the pool
+// uses it; it reports what it finds as pool events (pool.EventLeak, logged
+// as LEAK-DETECTED; pool.EventHeldTooLong, as HELD-TOO-LONG). Users
+// configure it through pool.Config's LeakTrackingDisabled,
+// LeakCaptureStack and HoldThreshold.
 //
 // It imports no other respool package.
 package leaktrack

@@ -1,5 +1,5 @@
 // Package pgxdial is the dial-side care respool gives pgx connections,
-// shared by the database/sql driver and factory/pgxfactory: no cancel
+// shared by the database/sql driver and respool.PgxFactory: no cancel
 // request for a connection that never finished its startup
 // (StartedCancelsOnly).
 //

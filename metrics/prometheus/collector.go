@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"reflect"
+
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/respool/respool/health"
@@ -43,7 +45,7 @@ var (
 	descCreateFailures = desc("create_failures_total", "Creations that failed.")
 	descDestroys       = desc("destroys_total", "Objects destroyed, by reason.", "reason")
 	descLeaks          = desc("leaks_total", "Handles lost without GiveBack, found and reclaimed.")
-	descHeld           = desc("held_too_long_total", "Handles reported held past Leak.HoldThreshold.")
+	descHeld           = desc("held_too_long_total", "Handles reported held past HoldThreshold.")
 	descWait           = desc("acquire_wait_seconds", "How long Takes waited for an object, those served at once included.")
 
 	descBreakerState       = desc("breaker_state", "1 for the circuit breaker's current state, 0 for the others.", "state")
@@ -101,8 +103,9 @@ func collectSource(ch chan<- prom.Metric, name string, src health.Source) {
 	counter(descAcquireTimeout, s.AcquireTimeouts)
 	counter(descCreates, s.Creates)
 	counter(descCreateFailures, s.CreateFailures)
-	for r, n := range s.Destroys.All() {
-		counter(descDestroys, n, r.String())
+	d := reflect.ValueOf(s.Destroys) // a field a reason, named by its JSON name
+	for i, f := range reflect.VisibleFields(d.Type()) {
+		counter(descDestroys, d.Field(i).Uint(), f.Tag.Get("json"))
 	}
 	counter(descLeaks, s.LeaksDetected)
 	counter(descHeld, s.HeldTooLong)

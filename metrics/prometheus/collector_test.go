@@ -20,7 +20,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respool/respool/clock/clocktest"
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	respoolprom "github.com/respool/respool/metrics/prometheus"
 	"github.com/respool/respool/pool"
@@ -88,12 +87,12 @@ next:
 
 func TestScrapeNamesTypesAndValues(t *testing.T) {
 	var down atomic.Bool
-	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) {
+	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) {
 		if down.Load() {
 			return 0, errors.New("refused")
 		}
 		return 1, nil
-	}}, pool.Config{MaxObjects: 2, MaxQueueSize: 1, Leak: leakOff, CreateBackoff: pool.BackoffConfig{Disabled: true},
+	}}, pool.Config{MaxObjects: 2, MaxQueueSize: 1, LeakTrackingDisabled: true, BackoffDisabled: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -165,12 +164,12 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 	// The waiter gives up, an object is discarded, a creation fails.
 	cancel()
 	<-waited
-	_ = p.Discard(h1)
+	_ = h1.Discard()
 	down.Store(true)
 	if _, err := p.Take(context.Background()); err == nil {
 		t.Fatal("Take with creations failing succeeded")
 	}
-	_ = p.GiveBack(h2)
+	_ = h2.GiveBack()
 	mfs = scrape(t, reg)
 	for _, tc := range []struct {
 		name   string
@@ -203,7 +202,7 @@ func TestScrapeNamesTypesAndValues(t *testing.T) {
 }
 
 func TestRemovedPoolsAreNotExported(t *testing.T) {
-	p, err := pool.New[int](factory.Funcs[int]{CreateFunc: func(context.Context) (int, error) { return 1, nil }}, pool.Config{Leak: leakOff})
+	p, err := pool.New[int](pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}, pool.Config{LeakTrackingDisabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,9 @@
 //	respool_acquire_timeouts_total       counter   takes ended by Config.AcquireTimeout
 //	respool_creates_total                counter   objects created
 //	respool_create_failures_total        counter   creations failed
-//	respool_destroys_total{reason}       counter   objects destroyed, by pool.DestroyReason
+//	respool_destroys_total{reason}       counter   objects destroyed, by reason (a pool.DestroyCounts field)
 //	respool_leaks_total                  counter   lost handles found and reclaimed
-//	respool_held_too_long_total          counter   handles reported past Leak.HoldThreshold
+//	respool_held_too_long_total          counter   handles reported past HoldThreshold
 //	respool_acquire_wait_seconds         histogram how long takes waited (the pool's buckets)
 //	respool_breaker_state{state}         gauge     1 for the breaker's current state, 0 for the others
 //	respool_breaker_transitions_total    counter   breaker transitions

@@ -11,7 +11,6 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/respool/respool/factory"
 	"github.com/respool/respool/health"
 	respoolprom "github.com/respool/respool/metrics/prometheus"
 	"github.com/respool/respool/pool"
@@ -21,9 +20,9 @@ import (
 // pool of package respool, add health.FromConnector(connector, db.PingContext):
 // its breaker and pause are exported too.
 func ExampleCollector() {
-	p, err := pool.New[int](factory.Funcs[int]{
-		CreateFunc: func(context.Context) (int, error) { return 1, nil },
-	}, pool.Config{MaxObjects: 4, Leak: leakOff})
+	p, err := pool.New[int](pool.Factory[int]{
+		Create: func(context.Context) (int, error) { return 1, nil },
+	}, pool.Config{MaxObjects: 4, LeakTrackingDisabled: true})
 	if err != nil {
 		panic(err)
 	}

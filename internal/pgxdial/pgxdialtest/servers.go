@@ -1,6 +1,6 @@
 // Package pgxdialtest holds the test servers and counting pgx configs
-// behind the cancel-request tests of package respool and
-// factory/pgxfactory. Only tests import it.
+// behind the cancel-request tests of package respool (its driver and
+// PgxFactory). Only tests import it.
 package pgxdialtest
 
 import (
