@@ -35,8 +35,9 @@ faults: ## the fault suite alone (issue 9; ~3 min): every pool under kill, limit
 	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 8m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
 		status=$$?; echo; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
 
-lint: ## a gofmt check, then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
+lint: ## a gofmt check, the API's size (at most 400 exported identifiers: make api), then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) run ./internal/apicount -max 400 . >/dev/null
 	@for m in $(MODULES); do \
 		echo "lint: $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
