@@ -14,6 +14,7 @@ import (
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
 )
 
 // Config configures a respool connector.
@@ -220,6 +221,23 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 		}
 	}
 	return text, nil
+}
+
+// guardConfig returns the configuration of the Connector's Guard: Resilience
+// with the pool's name, and a Listener that logs, besides calling
+// Resilience.Listener, what changes the callers' lot (see logEvents).
+func (c *Config) guardConfig(poolName string, logger *slog.Logger) dbguard.Config {
+	gc := c.Resilience
+	if gc.Name == "" {
+		gc.Name = poolName
+	}
+	logged := logEvents(logger, poolName)
+	if user := gc.Listener; user != nil {
+		gc.Listener = func(e resilience.Event) { user(e); logged(e) }
+	} else {
+		gc.Listener = logged
+	}
+	return gc
 }
 
 // poolConfig returns the configuration NewConnector gives the pool: Pool

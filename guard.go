@@ -4,26 +4,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
 )
-
-// guardConfig returns the configuration of the Connector's Guard: Resilience
-// with the pool's name, and a Listener that logs, besides calling
-// Resilience.Listener, what changes the callers' lot (see logEvents).
-func (c *Config) guardConfig(poolName string, logger *slog.Logger) dbguard.Config {
-	gc := c.Resilience
-	if gc.Name == "" {
-		gc.Name = poolName
-	}
-	logged := logEvents(logger, poolName)
-	if user := gc.Listener; user != nil {
-		gc.Listener = func(e resilience.Event) { user(e); logged(e) }
-	} else {
-		gc.Listener = logged
-	}
-	return gc
-}
 
 // logEvents logs the circuit opening (Warn) and closing again (Info), and
 // a pause beginning (Warn) and ending (Info): a few lines per outage, not
