@@ -25,6 +25,8 @@ type Connector struct {
 	closeTimeout time.Duration           // Config.CloseTimeout
 
 	stmts stmtRegistry // open statements, by query
+
+	attempts attemptSet // the connection attempts under way
 }
 
 var (
@@ -82,7 +84,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
-		guard: c.guard}
+		guard: c.guard, attempts: &c.attempts}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
 		if errors.As(err, new(*resilience.ConfigError)) && !errors.Is(err, ErrInvalidConfig) {
@@ -170,7 +172,11 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // pool's error (errors.Is(err, pool.ErrQueueFull), pool.ErrClosed, a
 // *pool.WaitError, a *pool.OverloadError, a *pool.CreateError when the
 // take failed fast while creations fail), or the real driver's own error
-// when making a connection for this caller failed (see takeError).
+// when making a connection for this caller failed (see takeError); a wait
+// ended by a deadline, a cancel or a timeout while a connection attempt
+// was under way, or by the pool giving up on the attempt made for the
+// caller, in a *ConnectPhaseError naming the attempt's address and phase
+// (see attemptSet.explain).
 func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) {
 	done, err := c.guard.Admit()
 	if err != nil {
@@ -179,7 +185,9 @@ func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) 
 	h, err := c.pool.Take(ctx)
 	done()
 	if err != nil {
-		return h, takeError(err)
+		var ce *pool.CreateError
+		own := errors.As(err, &ce) && !ce.FailedFast
+		return h, c.attempts.explain(takeError(err), own)
 	}
 	return h, nil
 }

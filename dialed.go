@@ -101,6 +101,8 @@ func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.
 // attempt's own.
 func startedCancelsOnly(ctx context.Context, cc *pgx.ConnConfig) error {
 	if attempt, _ := ctx.Value(dialLogKey{}).(*dialLog); attempt != nil {
+		_, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
+		attempt.enter(addr, phaseDial) // pgx resolves the host before it dials
 		pgxdial.StartedCancelsOnly(cc, func(ctx context.Context) bool { return ctx.Value(dialLogKey{}) == attempt })
 	}
 	return nil

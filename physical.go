@@ -39,15 +39,28 @@ type physFactory struct {
 	stmts *stmtRegistry  // the Connector's
 	hooks *connHooks     // the Config's
 	guard *dbguard.Guard // the Connector's: the creation path
+	// attempts is the Connector's connection attempts under way (nil: not
+	// tracked).
+	attempts *attemptSet
 }
 
 // Create makes a connection through the guard's creation path (retry,
 // breaker, pause, connect-rate limiter: see dbguard.Connect), with a
 // dialLog in its context for respool's dial function (see wireDial) to
-// record the sockets of its attempts in.
+// record the sockets of its attempts and their phases in. An attempt
+// given up on by a deadline or a timeout fails with a *ConnectPhaseError
+// naming its address and phase.
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
-	c, err := dbguard.Connect(ctx, f.guard, f.real.create)
+	f.attempts.track(dials)
+	c, err := dbguard.Connect(ctx, f.guard, func(ctx context.Context) (driver.Conn, error) {
+		c, err := f.real.create(ctx)
+		if err != nil {
+			return nil, f.attempts.failed(dials, err)
+		}
+		return c, nil
+	})
+	f.attempts.end(dials)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,10 @@ type wireConn struct {
 	cancelSent atomic.Bool
 	endWait    time.Duration // awaitSessionEnd's bound
 	proto      protocol
+	// attempt is the connection attempt the wire was dialed for, while it
+	// is under way: the wire's reads and writes move it on (see
+	// dialLog.observe); nil once it has ended.
+	attempt atomic.Pointer[dialLog]
 
 	mu       sync.Mutex    // held to change the fields below, and deadlines
 	adopted  bool          // guarded by mu
@@ -61,6 +65,11 @@ type protocol struct {
 	// teardown is how long the server may still count a session after it
 	// closed the session's socket.
 	teardown time.Duration
+	// afterDial is a connection attempt's phase once its socket is
+	// connected, and progress its next phase as the client reads or writes
+	// b (see ConnectPhaseError).
+	afterDial connectPhase
+	progress  func(p connectPhase, write bool, b []byte) connectPhase
 }
 
 var (
@@ -72,10 +81,11 @@ var (
 	// to roll back on a server with CPU to spare, not a long rollback or a
 	// busy server (see Config.SessionEndWait; integration/faults
 	// TestServerCountsASessionItTearsDown).
-	mysqlProtocol = protocol{goodbye: []byte{1, 0, 0, 0, 1}, teardown: 5 * time.Millisecond}
+	mysqlProtocol = protocol{goodbye: []byte{1, 0, 0, 0, 1}, teardown: 5 * time.Millisecond,
+		afterDial: phaseStartup, progress: mysqlProgress}
 	// PostgreSQL's Terminate: 'X', length 4. A backend leaves the server's
 	// count before its process exits, which closes the socket.
-	pgProtocol = protocol{goodbye: []byte{'X', 0, 0, 0, 4}}
+	pgProtocol = protocol{goodbye: []byte{'X', 0, 0, 0, 4}, afterDial: phaseConnected, progress: pgProgress}
 )
 
 func newWireConn(c net.Conn, endWait time.Duration, proto protocol) *wireConn {
@@ -91,6 +101,9 @@ func (w *wireConn) Read(b []byte) (int, error) {
 	w.readMu.Lock()
 	n, err := w.Conn.Read(b)
 	w.readMu.Unlock()
+	if l := w.attempt.Load(); l != nil && n > 0 {
+		l.observe(&w.proto, false, b[:n])
+	}
 	if err != nil && w.isClosed() {
 		err = net.ErrClosed // woken by Close's deadline: the driver closed it
 	}
@@ -100,6 +113,9 @@ func (w *wireConn) Read(b []byte) (int, error) {
 func (w *wireConn) Write(b []byte) (int, error) {
 	if w.isClosed() {
 		return 0, net.ErrClosed
+	}
+	if l := w.attempt.Load(); l != nil {
+		l.observe(&w.proto, true, b)
 	}
 	n, err := w.Conn.Write(b)
 	w.written.Add(uint64(n))
@@ -220,12 +236,16 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// dialLog records the wires dialed during one connection attempt; it
-// travels in the attempt's context (see withDialLog), from physFactory.Create
-// to wireDial.
+// dialLog records the wires dialed during one connection attempt, and
+// where the attempt is (see ConnectPhaseError); it travels in the attempt's
+// context (see withDialLog), from physFactory.Create to wireDial.
 type dialLog struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards the fields below
 	wires []*wireConn
+	addr  string       // the address dialed last
+	phase connectPhase // the attempt's phase
+	since time.Time    // when it entered the phase
+	done  bool         // the attempt has ended
 }
 
 type dialLogKey struct{}
@@ -253,19 +273,27 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 
 // wireDial wraps dial: a socket dialed for a connection attempt of the pool
 // (a context from withDialLog) is a wireConn whose awaitSessionEnd speaks
-// proto and waits at most endWait; any other (pgx's cancel requests) is
-// dial's own.
+// proto and waits at most endWait, and whose reads and writes move the
+// attempt's phase on (the dial moves it to phaseDial, a connected socket to
+// proto.afterDial); any other (pgx's cancel requests) is dial's own.
 func wireDial(dial dialFunc, endWait time.Duration, proto protocol) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
 		l, _ := ctx.Value(dialLogKey{}).(*dialLog)
+		if l != nil {
+			l.enter(addr, phaseDial)
+		}
+		c, err := dial(ctx, network, addr)
 		if err != nil || l == nil {
 			return c, err
 		}
 		w := newWireConn(c, endWait, proto)
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		l.wires = append(l.wires, w)
-		l.mu.Unlock()
+		if !l.done && proto.progress != nil {
+			w.attempt.Store(l)
+			l.enterLocked("", proto.afterDial)
+		}
 		return w, nil
 	}
 }
