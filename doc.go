@@ -2,6 +2,13 @@
 // another database/sql driver (pgx and go-sql-driver/mysql out of the box,
 // any registered driver by name) with respool's pool.
 //
+// Applications call it: sql.Open("respool", dsn), or OpenDB and
+// NewConnector to keep the Connector (ConnectorOf finds it behind a
+// *sql.DB), RunInTx around transactions, NewGroup for several databases
+// under one budget. Package health reads a Connector's Stats, Breaker and
+// Pause (FromConnector), and the metrics/prometheus module reads them
+// through health; no other package of the library imports it.
+//
 //	db, err := sql.Open("respool", "postgres://app@db/app?respool_max_conns=10")
 //	db, err := sql.Open("respool", "app:pw@tcp(db:3306)/app?respool_max_conns=10")
 //	db := sql.OpenDB(connector) // connector, err := respool.NewConnector(cfg)

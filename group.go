@@ -1,6 +1,7 @@
 package respool
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -36,7 +37,9 @@ import (
 // caps that member within the budget; its MaxQueueSize, ValidationInterval
 // and Clock are the Group's and must be left zero.
 type Group struct {
-	k *pool.Keyed[string, driver.Conn]
+	k      *pool.Keyed[string, driver.Conn]
+	name   string       // GroupConfig.Name, or its default
+	logger *slog.Logger // GroupConfig.Logger, or slog.Default() when NewGroup ran
 
 	mu      sync.Mutex
 	members map[string]*Connector // the last made for each key; guarded by mu
@@ -79,7 +82,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: group: %w", ErrInvalidConfig, err)
 	}
-	return &Group{k: k, members: make(map[string]*Connector)}, nil
+	return &Group{k: k, name: cfg.Name, logger: cmp.Or(cfg.Logger, slog.Default()), members: make(map[string]*Connector)}, nil
 }
 
 // Connector adds the member key, whose connections cfg configures as it
@@ -93,10 +96,10 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 // pool.ErrClosed once the Group is closing.
 func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 	if cfg.Pool.Name == "" {
-		cfg.Pool.Name = fmt.Sprintf("%s[%s]", g.k.Config().Name, key)
+		cfg.Pool.Name = fmt.Sprintf("%s[%s]", g.name, key)
 	}
 	if cfg.Pool.Logger == nil { // the Group's, for the member's guard and hooks too
-		cfg.Pool.Logger = g.k.Config().Logger
+		cfg.Pool.Logger = g.logger
 	}
 	g.mu.Lock() // a Close waits: no member is added once it has begun
 	defer g.mu.Unlock()
@@ -104,7 +107,7 @@ func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
 		p, err := g.k.Add(key, f, pc)
 		var ce *resilience.ConfigError
 		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("%w: group %s: member %q: %w", ErrInvalidConfig, g.k.Config().Name, key, err)
+			return nil, fmt.Errorf("%w: group %s: member %q: %w", ErrInvalidConfig, g.name, key, err)
 		}
 		return p, err
 	})
@@ -121,7 +124,7 @@ func (g *Group) Stats() pool.KeyedStats[string] { return g.k.Stats() }
 
 // Format prints g, for every verb of package fmt, as its type and its
 // name in quotes: not its fields, which change while it is in use.
-func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.k.Config().Name) }
+func (g *Group) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)", g, g.name) }
 
 // Close closes every member: their pause timers stop, new takes fail with
 // pool.ErrClosed, idle connections are closed and those in use as they come

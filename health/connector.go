@@ -21,8 +21,9 @@ type Guarded interface {
 // ping as its Probe (none when ping is nil). For a database/sql Connector,
 // ping is the *sql.DB's PingContext: a round trip to the server on a pooled
 // connection, through the breaker (a ping that succeeds while the circuit
-// is half-open closes it); a closed *sql.DB or Connector fails it, so the
-// Source is not ready.
+// is half-open closes it). A closed Connector's Stats say Closed, so the
+// Source is not ready ("closed") without a ping; a closed *sql.DB fails the
+// ping.
 //
 //	db := sql.OpenDB(connector)
 //	checker.Add(connector.Name(), health.FromConnector(connector, db.PingContext))

@@ -116,6 +116,37 @@ func TestReadinessFlipsWhenTheServerStops(t *testing.T) {
 	if rd := c.Ready(context.Background()); rd.Ready || rd.Pools[0].Reason != "closed" {
 		t.Fatalf("closed: %+v, want not ready, closed", rd)
 	}
+	if !c.Report().Pools[0].Closed {
+		t.Fatal("closed: the report says the pool is open")
+	}
+}
+
+// closedConnector is a Guarded whose pool is closed and which has neither
+// breaker nor pause, as a *respool.Connector after Close with both off.
+type closedConnector struct{}
+
+func (closedConnector) Stats() pool.Stats         { return pool.Stats{Closed: true, MaxObjects: 4} }
+func (closedConnector) Breaker() *breaker.Breaker { return nil }
+func (closedConnector) Pause() *pause.Pause       { return nil }
+
+// A Source reads closed from its Stats: FromConnector's is reported closed
+// and not ready for that reason, not for its ping's error.
+func TestAClosedConnectorIsNotReadyAndReportedClosed(t *testing.T) {
+	c := newChecker(t, health.Config{})
+	pinged := false
+	ping := func(context.Context) error { pinged = true; return errors.New("sql: database is closed") }
+	if err := c.Add("orders", health.FromConnector(closedConnector{}, ping)); err != nil {
+		t.Fatal(err)
+	}
+	if rd := c.Ready(context.Background()); rd.Ready || rd.Pools[0].Reason != "closed" || pinged {
+		t.Fatalf("closed connector: %+v (pinged %v), want not ready, closed, without a ping", rd, pinged)
+	}
+	if !c.Report().Pools[0].Closed {
+		t.Fatal("closed connector: the report says the pool is open")
+	}
+	if _, body := get(t, c.Handler(), "/health"); !strings.Contains(body, `"closed": true`) {
+		t.Fatalf("/health = %s, want closed true", body)
+	}
 }
 
 func TestReadinessIsBoundedWhenNoObjectComesBack(t *testing.T) {

@@ -27,10 +27,10 @@ type PoolReadiness struct {
 }
 
 // Ready checks every source at once and returns when all are checked: a
-// source is ready when it is not closed, its breaker is not open, its pause
-// does not hold calls back, and its Probe returns nil within
-// Config.ProbeTimeout (and ctx). A probe that fails makes only its own
-// source not ready.
+// source is ready when its pool is not closed (Stats().Closed), its breaker
+// is not open, its pause does not hold calls back, and its Probe returns nil
+// within Config.ProbeTimeout (and ctx). A probe that fails makes only its
+// own source not ready.
 func (c *Checker) Ready(ctx context.Context) Readiness {
 	names, srcs := c.sorted()
 	r := Readiness{Ready: true, Pools: make([]PoolReadiness, len(names))}
@@ -49,7 +49,7 @@ func (c *Checker) readiness(ctx context.Context, name string, src Source) PoolRe
 	notReady := func(retryAt time.Time, format string, args ...any) PoolReadiness {
 		return PoolReadiness{Name: name, Reason: c.redact(fmt.Sprintf(format, args...)), RetryAt: retryAt}
 	}
-	if src.Closed != nil && src.Closed() {
+	if src.Stats().Closed {
 		return notReady(time.Time{}, "closed")
 	}
 	if src.Breaker != nil {

@@ -79,7 +79,7 @@ func (c *Checker) Report() Report {
 func (c *Checker) poolReport(name string, src Source) PoolReport {
 	s := src.Stats()
 	r := PoolReport{
-		Name:       name,
+		Name: name, Closed: s.Closed,
 		MaxObjects: s.MaxObjects, EffectiveMaxObjects: s.EffectiveMaxObjects,
 		Total: s.Total, Idle: s.Idle, InUse: s.InUse, Creating: s.Creating, Waiting: s.Waiting, Queued: s.Queued,
 		Takes: s.Takes, Waits: s.Waits, QueueFull: s.QueueFull, FailedFast: s.FailedFast, Overloaded: s.Overloaded,
@@ -88,9 +88,6 @@ func (c *Checker) poolReport(name string, src Source) PoolReport {
 		LeaksDetected: s.LeaksDetected, HeldTooLong: s.HeldTooLong,
 		CreateFailuresInARow: s.CreateFailuresInARow,
 		LastCreateErrorAt:    s.LastCreateErrorAt, NextCreateAttempt: s.NextCreateAttempt,
-	}
-	if src.Closed != nil {
-		r.Closed = src.Closed()
 	}
 	for _, q := range c.cfg.Quantiles {
 		d, ok := s.WaitHistogram.Quantile(q)

@@ -13,10 +13,9 @@ import (
 // other fields are optional, and a nil one is left out of reports and
 // readiness.
 type Source struct {
-	// Stats returns the pool's statistics.
+	// Stats returns the pool's statistics. A pool whose Stats say Closed is
+	// not ready, for good.
 	Stats func() pool.Stats
-	// Closed reports that the pool is closed (not ready, for good).
-	Closed func() bool
 	// Probe obtains an object and gives it back, within ctx: readiness
 	// fails when it returns an error. Nil: readiness does not probe.
 	Probe func(ctx context.Context) error
@@ -28,7 +27,7 @@ type Source struct {
 	Limiter *ratelimit.Limiter
 }
 
-// FromPool returns the Source of p: its Stats, Closed, and a Probe that
+// FromPool returns the Source of p: its Stats and a Probe that
 // takes an object (the pool's checks and hooks run, as for any caller) and
 // gives it back at once. When the object has a method Ping(ctx) error (a
 // *pgx.Conn has), the Probe pings it too, and discards it if that fails.
@@ -39,8 +38,7 @@ type Source struct {
 // Connector's breaker and pause are added.
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
-		Stats:  p.Stats,
-		Closed: func() bool { return p.Stats().Closed },
+		Stats: p.Stats,
 		Probe: func(ctx context.Context) error {
 			h, err := p.Take(ctx)
 			if err != nil {

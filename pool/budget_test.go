@@ -120,13 +120,13 @@ func TestKeyedLastWaiterLeavingFreesItsKeysIdleObjectForTheBudget(t *testing.T) 
 		h.giveBack(x1)
 		x1 = h.served(w)
 	}
-	if hold := h.k.Pool("x").Stats().MeanHold; hold != 100*time.Millisecond {
+	if hold := h.k.member("x").Stats().MeanHold; hold != 100*time.Millisecond {
 		t.Fatalf("x's MeanHold = %v, want the 100ms measured", hold)
 	}
 	z1 := h.take("z") // the budget is spent: x 2, z 1
 	q1, q2 := h.queued("x", 1), h.queued("x", 2)
 	late := h.takeAsync(deadlineCtx{Context: context.Background(), dl: h.clk.Now().Add(300 * time.Millisecond)}, "x")
-	waitUntil(t, "x's third caller queues", func() bool { return h.k.Pool("x").Stats().Queued == 3 && blockedInTake(3) })
+	waitUntil(t, "x's third caller queues", func() bool { return h.k.member("x").Stats().Queued == 3 && blockedInTake(3) })
 	zc := h.claim("z", 1) // x holds 2, z 1: x's give-backs stay x's
 
 	h.clk.Advance(250 * time.Millisecond) // late has 50ms left
@@ -167,7 +167,7 @@ func TestKeyedBusyKeyWithClaimsLendsTheBudgetToAStarvedKey(t *testing.T) {
 	h.destroyed("a", reasonYielded, 1)
 	// a holds 3, below its cap: its queued callers claim the budget too,
 	// before c's caller comes.
-	waitUntil(t, "a's queued callers claim the budget", func() bool { return h.k.Pool("a").Stats().Total == 3 })
+	waitUntil(t, "a's queued callers claim the budget", func() bool { return h.k.member("a").Stats().Total == 3 })
 	c := h.claim("c", 1)
 
 	h.giveBack(as[1]) // a 3, c 0: to c, although a's callers wait and claimed first

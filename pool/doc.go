@@ -1,5 +1,11 @@
 // Package pool is a generic object pool run by an actor.
 //
+// Code that pools objects of its own calls it: native *pgx.Conn through
+// respool.PgxFactory (and dbguard.Factory), or anything else. Package
+// respool builds one Pool per Connector and one Keyed per Group; health,
+// httpguard and metrics/prometheus read its Stats and errors. It knows
+// nothing of databases.
+//
 // One goroutine, the actor, owns every decision that needs the pool's whole
 // state: when to create an object and for whom, which idle objects to test or
 // destroy, which waiting caller a freed slot goes to, when the pool has
@@ -115,8 +121,8 @@
 // What happens to a pool (a creation failing or recovering, an object
 // destroyed and why, a leak, a hold past the threshold, closing) is an
 // Event: logged through Config.Logger (log/slog) at the level its EventKind
-// states, with the attribute names of the Attr constants (stable, for log
-// queries), and passed to Config.OnEvent for users who route events
+// states, with the attribute names listed in EventKind's doc (stable, for
+// log queries), and passed to Config.OnEvent for users who route events
 // elsewhere. Stats counts the same things for metrics (see package health
 // and the metrics/prometheus module).
 package pool

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,10 +94,11 @@ var ErrKeyExists = errors.New("pool: key exists")
 //     as many (Stats.Destroys.Yielded).
 //
 // Take(ctx, key) takes from a key's pool; the Handle's GiveBack and Discard
-// return it to that key. Pool(key) is the key's *Pool itself, whose Take,
+// return it to that key. Add returns the key's *Pool itself, whose Take,
 // TryTake and Stats are a Pool's within the budget and whose Close closes
-// that key alone (it can then be added again). Stats sums every key and
-// lists each.
+// that key alone (it can then be added again); a key that NewKey made
+// closes with the Keyed. Stats sums every key and lists each under
+// KeyedStats.Keys.
 type Keyed[K comparable, T any] struct {
 	cfg    KeyedConfig[K, T] // with defaults; immutable
 	b      *budget[T]
@@ -203,9 +203,6 @@ func newKeyed[K comparable, T any](cfg KeyedConfig[K, T], hook func(string)) (*K
 	return k, nil
 }
 
-// Config returns the Keyed's configuration with defaults filled in.
-func (k *Keyed[K, T]) Config() KeyedConfig[K, T] { return k.cfg }
-
 // Add adds key, whose objects f makes, configured by cfg, and returns its
 // pool. cfg is a Pool's Config, but for what the keys share: MaxObjects
 // caps the key (zero means the Keyed's MaxObjects, the most it may be);
@@ -298,14 +295,9 @@ func sameClock(a, b clock.Clock) bool {
 // collection, until the Keyed is done.
 func (k *Keyed[K, T]) notifyGC() { sendOnGC(k.b.mailbox, k.b.done) }
 
-// Pool returns key's pool, or nil if the Keyed has no such key (it may come
-// with NewKey on a Take).
-func (k *Keyed[K, T]) Pool(key K) *Pool[T] { return k.keys.Load().get(key) }
-
-// Keys returns the keys, in no particular order.
-func (k *Keyed[K, T]) Keys() []K {
-	return slices.Collect(maps.Keys(k.keys.Load().m))
-}
+// member returns key's pool, or nil if the Keyed has no such key (it may
+// come with NewKey on a Take).
+func (k *Keyed[K, T]) member(key K) *Pool[T] { return k.keys.Load().get(key) }
 
 // Take takes an object of key, as Pool.Take does, within the budget (see
 // Keyed). A key not added is made by KeyedConfig.NewKey, or fails with
@@ -348,7 +340,7 @@ func (k *Keyed[K, T]) newKey(key K) (*Pool[T], error) {
 	}
 	p, err := k.Add(key, f, cfg)
 	if errors.Is(err, ErrKeyExists) {
-		if p := k.Pool(key); p != nil {
+		if p := k.member(key); p != nil {
 			return p, nil
 		}
 	}

@@ -130,7 +130,7 @@ func (h *keyedHarness) queued(key string, n int) chan takeResult {
 	waitUntil(h.t, "a Take queues", func() bool {
 		// Every caller in a Take is parked: callers queue in the order
 		// they came, and one queued after this one is behind it.
-		return h.k.Pool(key).Stats().Queued == n && blockedInTake(h.k.Stats().Waiting)
+		return h.k.member(key).Stats().Queued == n && blockedInTake(h.k.Stats().Waiting)
 	})
 	return ch
 }

@@ -74,7 +74,7 @@ func keyedStressInvariants(t *testing.T, cfg Config, failer func(call, live int6
 	var wg sync.WaitGroup
 	stressWorkers(&wg, 2, func(w, i int, rng *rand.Rand) bool {
 		if w == 1 && i == stressOps/4 { // close c and add it again
-			if p := k.Pool("c"); p != nil {
+			if p := k.member("c"); p != nil {
 				p.StartClose()
 			}
 			add(2)
@@ -104,7 +104,7 @@ func keyedStressStep(t *testing.T, k *Keyed[string, *fakeObj], rng *rand.Rand) {
 	if !ok {
 		return
 	}
-	if h.e.pool != k.Pool(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
+	if h.e.pool != k.member(key) && h.e.pool.cfg.Name != "keyed["+key+"]" {
 		t.Errorf("Take(%q) handed out an object of %s", key, h.e.pool.cfg.Name)
 	}
 	holdAndReturn(t, rng, h)

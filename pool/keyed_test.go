@@ -16,7 +16,7 @@ func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
 	h.add("primary", Config{MaxObjects: 3})
 	h.add("replica", Config{})
 	p, r := h.take("primary"), h.take("replica")
-	if p.e.pool != h.k.Pool("primary") || r.e.pool != h.k.Pool("replica") {
+	if p.e.pool != h.k.member("primary") || r.e.pool != h.k.member("replica") {
 		t.Fatal("a Take's object is not of its key's pool")
 	}
 	h.giveBack(p)
@@ -37,7 +37,7 @@ func TestKeyedTakesAndGivesBackPerKey(t *testing.T) {
 	if rs := s.Keys["replica"]; rs.MaxObjects != 4 || rs.Takes != 1 {
 		t.Fatalf("replica's stats %+v; want MaxObjects 4 (the Keyed's), 1 take", rs)
 	}
-	if got := h.k.Pool("primary").Config().Name; got != "keyed[primary]" {
+	if got := h.k.member("primary").Config().Name; got != "keyed[primary]" {
 		t.Fatalf("key's pool name %q, want keyed[primary]", got)
 	}
 }
@@ -52,27 +52,27 @@ func TestKeyedFindsKeysFewAndMany(t *testing.T) {
 		keys = append(keys, key)
 		p := h.add(key, Config{})
 		for _, k := range keys {
-			if got := h.k.Pool(k); got == nil || (k == key && got != p) {
-				t.Fatalf("with %d keys: Pool(%q) = %p, want its pool", len(keys), k, got)
+			if got := h.k.member(k); got == nil || (k == key && got != p) {
+				t.Fatalf("with %d keys: member(%q) = %p, want its pool", len(keys), k, got)
 			}
 		}
-		if h.k.Pool("nobody") != nil {
-			t.Fatalf("with %d keys: Pool of a key not added is not nil", len(keys))
+		if h.k.member("nobody") != nil {
+			t.Fatalf("with %d keys: member of a key not added is not nil", len(keys))
 		}
 	}
 	hd := h.take(keys[len(keys)-1])
-	if hd.e.pool != h.k.Pool(keys[len(keys)-1]) {
+	if hd.e.pool != h.k.member(keys[len(keys)-1]) {
 		t.Fatal("a Take's object is not of its key's pool")
 	}
 	h.giveBack(hd)
 	for _, key := range []string{keys[0], keys[len(keys)-1]} {
-		h.k.Pool(key).StartClose()
-		waitUntil(t, key+" is forgotten", func() bool { return h.k.Pool(key) == nil })
+		h.k.member(key).StartClose()
+		waitUntil(t, key+" is forgotten", func() bool { return h.k.member(key) == nil })
 	}
 	if _, err := h.k.Take(context.Background(), keys[0]); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Take of a key closed = %v, want ErrUnknownKey", err)
 	}
-	if got := len(h.k.Keys()); got != len(keys)-2 {
+	if got := len(h.k.Stats().Keys); got != len(keys)-2 {
 		t.Fatalf("%d keys, want %d", got, len(keys)-2)
 	}
 }
@@ -340,7 +340,7 @@ func TestKeyedClosingAKeyFreesItsBudget(t *testing.T) {
 	b := h.claim("b", 1)
 	closed := make(chan error, 1)
 	go func() { closed <- pa.Close(context.Background()) }()
-	waitUntil(t, "a is no longer a key", func() bool { return h.k.Pool("a") == nil })
+	waitUntil(t, "a is no longer a key", func() bool { return h.k.member("a") == nil })
 	if !pending(b) {
 		t.Fatal("b was served while a's object was out")
 	}
@@ -380,7 +380,7 @@ func TestKeyedKeysBackOffOnTheirOwn(t *testing.T) {
 	if failing.attempts.Load() != attempts {
 		t.Fatal("a creation was attempted before the backoff ended")
 	}
-	h.clk.Advance(h.k.Pool("down").Config().BackoffMax)
+	h.clk.Advance(h.k.member("down").Config().BackoffMax)
 	h.ev.wait(t, "retry", 1)
 	h.giveBack(h.take("down"))
 	if s := h.k.Stats(); s.Keys["down"].Creates != 1 || s.Keys["down"].CreateFailuresInARow != 0 || s.CreateFailures != 1 {
@@ -452,10 +452,10 @@ func TestKeyedNewKeyMakesKeysOnFirstTake(t *testing.T) {
 	if err := hd.GiveBack(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Take(context.Background(), "bad"); err == nil || k.Pool("bad") != nil {
+	if _, err := k.Take(context.Background(), "bad"); err == nil || k.member("bad") != nil {
 		t.Fatalf("Take of a key NewKey refuses = %v, want its error and no key", err)
 	}
-	if len(made) != 1 || k.Pool("svc").Config().MaxObjects != 1 {
+	if len(made) != 1 || k.member("svc").Config().MaxObjects != 1 {
 		t.Fatalf("NewKey made %v; want svc once, with its Config", made)
 	}
 }

@@ -3,6 +3,11 @@
 // the Guard contract by which mechanisms are stacked, the Events they emit
 // and the ConfigError their Configs report.
 //
+// Code that combines or observes mechanisms calls it: a Guard of its own, a
+// Listener of their Events, a caller matching ErrRejected or reading
+// RetryAfter. Each mechanism package imports it, and so do pool, dbguard,
+// health, httpguard and package respool.
+//
 // Each mechanism lives in a package of its own under this one and imports
 // only this package, package clock, respool's internal plumbing, the
 // standard library and golang.org/x/...:

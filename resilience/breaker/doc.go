@@ -1,6 +1,11 @@
 // Package breaker is a circuit breaker: it fails calls fast while the
 // service behind it is failing, and lets a few through to test it again.
 //
+// Application code calls it to guard any call (HTTP, RPC, a database) by
+// hand or in a compose.Stack. dbguard builds one breaker per database from
+// its BreakerPreset, httpguard's Transport takes one, and health and
+// metrics/prometheus read its Stats.
+//
 // In the CountWindow (default) and TimeWindow modes the breaker is a state
 // machine:
 //

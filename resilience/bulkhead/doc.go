@@ -3,6 +3,9 @@
 // service with it (Release It!'s bulkheads; the seed's separate dispatcher
 // for blocking database calls).
 //
+// Application code calls it, by hand or in a compose.Stack's Bulkhead
+// slot; no package of the library imports it.
+//
 // At most MaxConcurrent calls run; up to QueueSize more wait in FIFO order,
 // each at most MaxWait and until its context ends; the rest are rejected at
 // once with a *resilience.RejectedError matching ErrFull. A finished call

@@ -1,5 +1,9 @@
 // Package compose stacks the resilience mechanisms in one obvious way.
 //
+// Application code that wants several mechanisms in this order around one
+// call calls it; dbguard runs its connection attempts through a Stack
+// (retry, breaker, pause, limiter).
+//
 // A Stack names a slot for each mechanism, and the slots run in this fixed
 // order, outermost first:
 //

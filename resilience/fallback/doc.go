@@ -3,6 +3,9 @@
 // It is the outermost stage of a compose.Stack, so it sees the final
 // failure, after every retry.
 //
+// Application code calls it, by hand or through that slot of a
+// compose.Stack; no other package of the library imports it.
+//
 // The caller's own end is not a failure to replace: once the caller's
 // context is cancelled or past its deadline, the failure is returned as it
 // is, matching the context's error, so that a caller that gave up is not

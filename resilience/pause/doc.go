@@ -2,6 +2,11 @@
 // closes when the server asks to slow down, so that nobody hammers it while
 // it recovers.
 //
+// Application code calls it to guard any call by hand or in a
+// compose.Stack. dbguard builds one per database from its PausePreset (the
+// server's "too many connections"), httpguard's Transport builds one for
+// 429 and 503 answers, and health and metrics/prometheus read its State.
+//
 // When an operation's error is one that Config.Classify maps to "the server
 // asks us to slow down for d" (PostgreSQL's too_many_connections, MySQL's
 // 1040, an HTTP 429 with Retry-After...), the gate closes until now+d.

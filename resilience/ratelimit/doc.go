@@ -1,5 +1,11 @@
 // Package ratelimit limits how many operations run per period.
 //
+// Application code calls it to meter any call by hand or in a
+// compose.Stack (as examples/httpservice meters its requests). dbguard
+// builds a Limiter for the connection rate (respool_connect_rate), health
+// and metrics/prometheus read its Stats, and httpguard answers its
+// rejections with 429.
+//
 // Five algorithms share one Limit (Permits per Period, and a Burst):
 //
 //   - TokenBucket (default): Burst permits at most, refilled at

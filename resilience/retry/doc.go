@@ -3,6 +3,11 @@
 // custom; capped; with full, equal or decorrelated jitter), up to a number
 // of attempts and a total time.
 //
+// Application code calls it to retry any call by hand or in a
+// compose.Stack. dbguard retries connection attempts with one built from
+// its RetryPreset, package respool's RunInTx retries transactions with one,
+// and httpguard's Transport retries requests with one.
+//
 // A failure that carries a retry-after (resilience.RetryAfter: a breaker's
 // half-open time, a limiter's refill, a pause's end) is retried exactly at
 // that time instead of after the strategy's delay; Config.RetryAfter reads

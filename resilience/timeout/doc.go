@@ -5,6 +5,9 @@
 // ErrTimeout and, through errors.Is and errors.As, the operation's error. An error of the
 // operation's own that comes back after the deadline is returned as it is.
 //
+// Application code calls it, by hand or through a compose.Stack's Timeout
+// slot; dbguard counts its ErrTimeout as a connection-level failure.
+//
 // The operation must honour its context (database drivers do); Timeout does
 // not abandon a running operation in another goroutine, which would leak it
 // and whatever connection it holds.
