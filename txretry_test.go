@@ -241,17 +241,32 @@ func TestRunInTxWaitsBetweenAttempts(t *testing.T) {
 	}
 }
 
+// TestRunInTxDoesNotCommitAfterTheContextEnded: the transaction is rolled
+// back, not committed. database/sql may roll it back from its own
+// goroutine (Tx.awaitDone, on the context's end) after RunInTx returned:
+// the transaction runs on a *sql.Conn, whose Close waits until the
+// transaction has let go of the connection (after its rollback), so the
+// rollback has reached the mock when the expectations are checked.
 func TestRunInTxDoesNotCommitAfterTheContextEnded(t *testing.T) {
 	db, m := newTxMock(t)
 	m.ExpectBegin()
 	m.ExpectRollback()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err := mustRunner(t, noDelay).RunInTx(ctx, db, nil, func(*sql.Tx) error {
+	err = mustRunner(t, noDelay).RunInTx(ctx, conn, nil, func(*sql.Tx) error {
 		cancel()
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTxOutcomeUnknown) {
 		t.Errorf("err = %v; want context.Canceled, a known outcome", err)
+	}
+	// ErrConnDone: database/sql's rollback discarded the connection, which
+	// closed the Conn once the rollback had returned.
+	if err := conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
+		t.Error(err)
 	}
 }
 
