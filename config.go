@@ -54,7 +54,7 @@ type Config struct {
 	// value is the database presets (dbguard.BreakerPreset, RetryPreset,
 	// PausePreset): all on but the connect-rate limiter and the breaker's
 	// slow-call threshold. An empty Name means the pool's. NewConnector
-	// checks it (dbguard.New), Validate does not.
+	// checks it, through dbguard.New.
 	Resilience dbguard.Config
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
@@ -161,34 +161,12 @@ type Config struct {
 	SessionEndWait time.Duration
 }
 
-// Validate reports the first problem of c: neither DriverName nor Connector
-// set, or both a Connector and a DriverName or DSN; a DriverName of "respool"
-// (respool cannot wrap itself); a DSN that still holds respool keys (they
-// belong in the Config's fields) or one of pgxpool's pool_ keys (pgx would
-// send it to the server, which refuses it), whose structure cannot be read (an
-// unterminated quote), or whose password its form cannot carry as written
-// (a URL password holding an unencoded '@' or '/': the error says to
-// percent-encode it, and shows none of it); a negative CloseTimeout; an
-// empty InitSQL statement. The pool and Resilience configurations are
-// checked by NewConnector, once (pool.New, dbguard.New): their errors match
-// ErrInvalidConfig too, and errors.As finds the *resilience.ConfigError
-// naming the field.
-//
-// Every error matches errors.Is(err, ErrInvalidConfig).
-// Registration of DriverName is not checked here: the driver may be
-// registered later, before the first connection.
-func (c *Config) Validate() error {
-	_, err := c.validate(nil)
-	return err
-}
-
-// validate is Validate. text is c.DSN as parseDSN read it; when it is nil
+// validate checks the fields of c that no mechanism reads, the ones
+// NewConnector documents. text is c.DSN as parseDSN read it; when it is nil
 // (or not what c.DSN reads as), validate reads c.DSN, once. It returns the
 // DSN as read, whose secrets the Connector keeps.
 func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 	switch {
-	case c == nil:
-		return nil, fmt.Errorf("%w: nil", ErrInvalidConfig)
 	case c.Connector == nil && c.DriverName == "":
 		return nil, fmt.Errorf("%w: set DriverName (and DSN) or Connector", ErrInvalidConfig)
 	case c.Connector != nil && (c.DriverName != "" || c.DSN != ""):

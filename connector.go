@@ -40,7 +40,24 @@ var (
 // when Pool.LeakCaptureStack is set).
 const defaultHoldThreshold = 5 * time.Minute
 
-// NewConnector validates cfg and starts its pool.
+// NewConnector checks cfg and starts its pool. It refuses, with an error
+// matching ErrInvalidConfig: neither DriverName nor Connector set, or both
+// a Connector and a DriverName or DSN; a DriverName of "respool" (respool
+// cannot wrap itself); a DSN that still holds respool keys (they belong in
+// the Config's fields) or one of pgxpool's pool_ keys (pgx would send it to
+// the server, which refuses it), whose structure cannot be read (an
+// unterminated quote), or whose password its form cannot carry as written
+// (a URL password holding an unencoded '@' or '/': the error says to
+// percent-encode it, and shows none of it); a negative CloseTimeout; an
+// empty InitSQL statement; and what pool.New refuses of Pool or
+// dbguard.New of Resilience, each value checked once, there: errors.As
+// finds the *resilience.ConfigError naming the field. When sql.Open or
+// OpenDB read the Config from a DSN, such an error is a *DSNError naming
+// the DSN's key and value instead of the field, and the keys of the other
+// fields its rule names (respool_max_idle_time "10s": want a duration not
+// shorter than respool_validation_interval (30s)...). Registration of
+// DriverName is not checked: the driver may be registered later, before
+// the first connection.
 //
 // A zero Pool.HoldThreshold means 5m (a negative
 // one, respool_leak_threshold=off, no hold-time report), so that every leak
@@ -81,12 +98,18 @@ func newConnector(cfg Config, text *dsnform.Text,
 		hooks.logger = slog.Default() // as the pool's
 	}
 	if c.guard, err = dbguard.New(cfg.guardConfig(pc.Name, hooks.logger)); err != nil {
+		if dsnErr := dsnConfigError(text, "Resilience.", err); dsnErr != nil {
+			return nil, dsnErr
+		}
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard, attempts: &c.attempts}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
+		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {
+			return nil, dsnErr
+		}
 		if errors.As(err, new(*resilience.ConfigError)) && !errors.Is(err, ErrInvalidConfig) {
 			err = fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

@@ -3,19 +3,25 @@ package respool
 import (
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/respool/respool/internal/dsnform"
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/delay"
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error of a configuration
 // respool cannot use: a DSN ParseDSN (and so sql.Open and OpenDB) refuses,
 // each *DSNError and the errors for a DSN whose structure cannot be read (an
 // unterminated quote, an unterminated "[" in a URL host), and a Config
-// Config.Validate (and so NewConnector) refuses. When a mechanism's
-// configuration is at fault (the pool's, the Resilience's), errors.As also
-// finds the *resilience.ConfigError that names the field.
+// NewConnector refuses. When a mechanism's configuration is at fault (the
+// pool's, the Resilience's), errors.As also finds the
+// *resilience.ConfigError that names the field.
 var ErrInvalidConfig = errors.New("respool: invalid Config")
 
 // dsnStructureError is the error of a DSN whose structure cannot be read.
@@ -202,4 +208,133 @@ func dsnEditDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// dsnConfigError returns, for err, the error of a mechanism's
+// configuration (within is where it sits in Config: "Pool." or
+// "Resilience."), a *DSNError of the key that set the field at fault, when
+// that key is one of text's: the Config came from ParseDSN, and its user
+// knows the key, not the field. The rule's other fields are named by their
+// keys too. It returns nil when err is not such an error, or no key of
+// text set the field (a Config made in code: its error names the field).
+func dsnConfigError(text *dsnform.Text, within string, err error) error {
+	var ce *resilience.ConfigError
+	if text == nil || len(text.Params) == 0 || !errors.As(err, &ce) {
+		return nil
+	}
+	k := dsnKeyPaths()[within+ce.Field]
+	if k == nil {
+		return nil
+	}
+	for _, p := range text.Params {
+		if p.Key == k.name {
+			parent := within + ce.Field[:strings.LastIndexByte(ce.Field, '.')+1]
+			return &dsnFieldError{dsn: &DSNError{Key: p.Key, Value: p.Value, Accepted: dsnNameKeys(ce.Accepted, parent)}, field: ce}
+		}
+	}
+	return nil
+}
+
+// dsnFieldError is a mechanism's *resilience.ConfigError reported as the
+// DSN's key that set the field: its text is the *DSNError's, and errors.As
+// finds both (errors.Is(err, ErrInvalidConfig) through the DSNError).
+type dsnFieldError struct {
+	dsn   *DSNError
+	field *resilience.ConfigError
+}
+
+func (e *dsnFieldError) Error() string   { return e.dsn.Error() }
+func (e *dsnFieldError) Unwrap() []error { return []error{e.dsn, e.field} }
+
+// dsnNameKeys returns s, a mechanism's description of what it accepts, with
+// each name of a field of parent (a path in Config, "Pool.") that a key
+// sets replaced by the key: "not shorter than ValidationInterval" becomes
+// "not shorter than respool_validation_interval".
+func dsnNameKeys(s, parent string) string {
+	paths := dsnKeyPaths()
+	var b strings.Builder
+	for s != "" {
+		n := strings.IndexFunc(s, func(r rune) bool { return !isIdentRune(r) })
+		if n < 0 {
+			n = len(s)
+		}
+		if n == 0 { // a rune that is no part of a name
+			_, size := utf8.DecodeRuneInString(s)
+			b.WriteString(s[:size])
+			s = s[size:]
+			continue
+		}
+		if k := paths[parent+s[:n]]; k != nil {
+			b.WriteString(k.name)
+		} else {
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
+}
+
+func isIdentRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// dsnKeyPaths maps the path in Config of each field a key sets
+// ("Pool.MaxIdle", "Resilience.Breaker.OpenDelay.Max") to the key. The
+// paths are found once, from the keys' field accessors, by the address
+// and type of each field of a Config.
+var dsnKeyPaths = sync.OnceValue(func() map[string]*dsnKey {
+	var c Config
+	fields := make(map[dsnFieldAddr]string)
+	dsnWalkFields(reflect.ValueOf(&c).Elem(), "", fields)
+	paths := make(map[string]*dsnKey, len(dsnKeys))
+	for i := range dsnKeys {
+		k := &dsnKeys[i]
+		for _, a := range k.fieldAddrs(&c) {
+			if path, ok := fields[a]; ok {
+				paths[path] = k
+			}
+		}
+	}
+	return paths
+})
+
+// dsnFieldAddr is a field of a Config: its address and type (a struct and
+// its first field share an address).
+type dsnFieldAddr struct {
+	addr uintptr
+	typ  reflect.Type
+}
+
+func dsnAddrOf(ptr any) dsnFieldAddr {
+	v := reflect.ValueOf(ptr)
+	return dsnFieldAddr{v.Pointer(), v.Type().Elem()}
+}
+
+// dsnWalkFields records the exported fields of the struct v, and of the
+// structs among them, by address, as paths below prefix.
+func dsnWalkFields(v reflect.Value, prefix string, into map[dsnFieldAddr]string) {
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		f := v.Field(i)
+		into[dsnFieldAddr{f.Addr().Pointer(), f.Type()}] = prefix + sf.Name
+		if f.Kind() == reflect.Struct {
+			dsnWalkFields(f, prefix+sf.Name+".", into)
+		}
+	}
+}
+
+// fieldAddrs returns the fields of c that k sets.
+func (k *dsnKey) fieldAddrs(c *Config) []dsnFieldAddr {
+	switch p := k.field(c).(type) {
+	case dsnBackoffField:
+		return []dsnFieldAddr{dsnAddrOf(p.initial), dsnAddrOf(p.disabled)}
+	case *delay.Strategy:
+		if k.delayMax {
+			return []dsnFieldAddr{dsnAddrOf(&p.Max)}
+		}
+		return []dsnFieldAddr{dsnAddrOf(&p.Initial)}
+	default:
+		return []dsnFieldAddr{dsnAddrOf(p)}
+	}
 }

@@ -930,39 +930,44 @@ func TestConfigLogValue(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
+// TestNewConnectorChecksItsFields: NewConnector refuses a Config whose
+// driver, connector or DSN it cannot use, with ErrInvalidConfig.
+func TestNewConnectorChecksItsFields(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  *Config
+		cfg  Config
 		ok   bool
 	}{
-		{"driver and dsn", &Config{DriverName: "pgx", DSN: "postgres://h/db"}, true},
-		{"driver, empty dsn", &Config{DriverName: "pgx"}, true},
-		{"connector", &Config{Connector: dsnTestConnector{}}, true},
-		{"nil", nil, false},
-		{"nothing", &Config{}, false},
-		{"dsn only", &Config{DSN: "postgres://h/db"}, false},
-		{"connector and dsn", &Config{Connector: dsnTestConnector{}, DSN: "postgres://h/db"}, false},
-		{"connector and driver", &Config{Connector: dsnTestConnector{}, DriverName: "pgx"}, false},
-		{"respool wraps itself", &Config{DriverName: "respool", DSN: "x"}, false},
-		{"dsn with respool key", &Config{DriverName: "pgx", DSN: "postgres://h/db?respool_max_conns=3"}, false},
-		{"dsn with respool key kv", &Config{DriverName: "pgx", DSN: "host=h respool_max_conns=3"}, false},
+		{"driver and dsn", Config{DriverName: "pgx", DSN: "postgres://h/db"}, true},
+		{"driver, empty dsn", Config{DriverName: "pgx"}, true},
+		{"connector", Config{Connector: dsnTestConnector{}}, true},
+		{"nothing", Config{}, false},
+		{"dsn only", Config{DSN: "postgres://h/db"}, false},
+		{"connector and dsn", Config{Connector: dsnTestConnector{}, DSN: "postgres://h/db"}, false},
+		{"connector and driver", Config{Connector: dsnTestConnector{}, DriverName: "pgx"}, false},
+		{"respool wraps itself", Config{DriverName: "respool", DSN: "x"}, false},
+		{"dsn with respool key", Config{DriverName: "pgx", DSN: "postgres://h/db?respool_max_conns=3"}, false},
+		{"dsn with respool key kv", Config{DriverName: "pgx", DSN: "host=h respool_max_conns=3"}, false},
+		{"negative CloseTimeout", Config{Connector: dsnTestConnector{}, CloseTimeout: -time.Second}, false},
+		{"empty InitSQL statement", Config{Connector: dsnTestConnector{}, InitSQL: []string{"SET a = 1", " "}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
+			c, err := NewConnector(tt.cfg)
 			if tt.ok {
 				if err != nil {
-					t.Fatalf("Validate: %v", err)
+					t.Fatalf("NewConnector: %v", err)
+				}
+				if err := c.Close(); err != nil {
+					t.Fatal(err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("Validate: got %v, want ErrInvalidConfig", err)
+			if c != nil || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("NewConnector: got %v, %v, want ErrInvalidConfig", c, err)
 			}
 		})
 	}
-
 }
 
 // A pool configuration is checked by NewConnector, which starts the pool:
@@ -1100,4 +1105,102 @@ func presetDelay(initial, max time.Duration) delay.Strategy {
 	s := dbguard.BreakerPreset().OpenDelay
 	s.Initial, s.Max = initial, max
 	return s
+}
+
+// TestDSNMechanismErrorNamesTheKey: a DSN value that passes its key's own
+// check but that the pool refuses (a rule across fields, or a bound of the
+// pool's) is reported by sql.Open and OpenDB as the DSN's key and value,
+// with the other keys the rule names, not as the Config's field path; the
+// pool's *resilience.ConfigError stays reachable, and the password never
+// shows.
+func TestDSNMechanismErrorNamesTheKey(t *testing.T) {
+	tests := []struct {
+		query      string
+		key, value string
+		field      string   // the pool's field, as its ConfigError names it
+		mentions   []string // other keys the message names
+	}{
+		{"respool_max_idle_time=10s&respool_validation_interval=30s", "respool_max_idle_time", "10s", "MaxIdle",
+			[]string{"respool_validation_interval (30s)"}},
+		{"respool_max_conns=100000000", "respool_max_conns", "100000000", "MaxObjects", nil},
+	}
+	for _, tc := range tests {
+		dsn := "postgres://app:s3cretpw@db.example/app?" + tc.query
+		_, _, openDBErr := OpenDB(dsn)
+		_, sqlOpenErr := sql.Open(driverName, dsn)
+		for _, err := range []error{openDBErr, sqlOpenErr} {
+			var de *DSNError
+			var ce *resilience.ConfigError
+			if !errors.As(err, &de) || de.Key != tc.key || de.Value != tc.value || !errors.Is(err, ErrInvalidConfig) ||
+				!errors.As(err, &ce) || ce.Field != tc.field {
+				t.Errorf("%s: %v; want a *DSNError naming %s=%s, matching ErrInvalidConfig, with the pool's ConfigError on %s",
+					tc.query, err, tc.key, tc.value, tc.field)
+				continue
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, strconv.Quote(tc.key)) || strings.Contains(msg, "Config.") ||
+				strings.Contains(msg, "s3cretpw") {
+				t.Errorf("%s: %q; want the key %s named, no Config field path, no password", tc.query, msg, tc.key)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(msg, m) {
+					t.Errorf("%s: %q; want it to name %s", tc.query, msg, m)
+				}
+			}
+		}
+	}
+	// The same values set in code are reported by their field.
+	_, err := NewConnector(Config{Connector: dsnTestConnector{}, Pool: pool.Config{MaxIdle: 10 * time.Second, ValidationInterval: 30 * time.Second}})
+	var de *DSNError
+	if errors.As(err, &de) || !strings.Contains(fmt.Sprint(err), "Config.MaxIdle") {
+		t.Errorf("NewConnector(Config): %v; want the field Config.MaxIdle named, no DSN key", err)
+	}
+}
+
+// TestDSNKeyPaths: every key has the path of the field it sets, as a
+// mechanism's ConfigError names it below Config, and an error of the guard
+// (a breaker's rule across fields, which ParseDSN checks first today) is
+// reported by its key too.
+func TestDSNKeyPaths(t *testing.T) {
+	paths := dsnKeyPaths()
+	keyed := make(map[string]bool)
+	for _, k := range paths {
+		keyed[k.name] = true
+	}
+	for _, k := range dsnKeys {
+		if !keyed[k.name] {
+			t.Errorf("%s: no field path", k.name)
+		}
+	}
+	for path, key := range map[string]string{
+		"Pool.MaxIdle":                     "respool_max_idle_time",
+		"Pool.BackoffInitial":              "respool_create_backoff",
+		"Pool.BackoffDisabled":             "respool_create_backoff",
+		"Resilience.Breaker.MinimumCalls":  "respool_breaker_min_calls",
+		"Resilience.Breaker.OpenDelay.Max": "respool_breaker_max_open_delay",
+		"Resilience.Retry.MaxAttempts":     "respool_retry_connect",
+		"Resilience.ConnectRate":           "respool_connect_rate",
+	} {
+		if k := paths[path]; k == nil || k.name != key {
+			t.Errorf("%s: %v; want %s", path, k, key)
+		}
+	}
+
+	text, err := dsnform.Read("postgres://h/db?respool_breaker_window=5&respool_breaker_min_calls=7", dsnKeyPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := &resilience.ConfigError{Mechanism: "breaker", Field: "Breaker.MinimumCalls", Value: 7,
+		Accepted: "a count not above WindowSize (5)"}
+	err = dsnConfigError(text, "Resilience.", fmt.Errorf("wrapped: %w", ce))
+	var de *DSNError
+	if !errors.As(err, &de) || de.Key != "respool_breaker_min_calls" || de.Value != "7" ||
+		de.Accepted != "a count not above respool_breaker_window (5)" || !errors.Is(err, ErrInvalidConfig) ||
+		!errors.As(err, new(*resilience.ConfigError)) {
+		t.Errorf("guard error: %v (%+v); want the key respool_breaker_min_calls, the window named by its key", err, de)
+	}
+	poolErr := &resilience.ConfigError{Mechanism: "pool", Field: "MaxIdle", Value: time.Second, Accepted: "..."}
+	if err := dsnConfigError(text, "Pool.", poolErr); err != nil {
+		t.Errorf("a pool error on a field no key of the DSN set: %v; want nil (the field's error)", err)
+	}
 }

@@ -45,7 +45,7 @@ type physFactory struct {
 }
 
 // Create makes a connection through the guard's creation path (retry,
-// breaker, pause, connect-rate limiter: see dbguard.Connect), with a
+// breaker, pause, connect-rate limiter: see dbguard.Factory), with a
 // dialLog in its context for respool's dial function (see wireDial) to
 // record the sockets of its attempts and their phases in. An attempt
 // given up on by a deadline or a timeout fails with a *ConnectPhaseError
@@ -53,13 +53,13 @@ type physFactory struct {
 func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
 	f.attempts.track(dials)
-	c, err := dbguard.Connect(ctx, f.guard, func(ctx context.Context) (driver.Conn, error) {
+	c, err := dbguard.Factory(f.guard, pool.Factory[driver.Conn]{Create: func(ctx context.Context) (driver.Conn, error) {
 		c, err := f.real.create(ctx)
 		if err != nil {
 			return nil, f.attempts.failed(dials, err)
 		}
 		return c, nil
-	})
+	}}).Create(ctx)
 	f.attempts.end(dials)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package respool
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,42 +10,29 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/respool/respool/clock"
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/resil"
-	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
 	"github.com/respool/respool/resilience/retry"
 )
 
-// TxConfig configures a TxRunner. Its zero value is the documented
-// defaults.
-type TxConfig struct {
-	// MaxAttempts is the most times the transaction runs, the first
-	// included. Zero means 5.
-	MaxAttempts int
-	// Delay is the wait before each retry. Zero means exponential from
-	// 10ms, doubling, capped at 1s, with full jitter, so that two
-	// transactions that conflicted do not collide again.
-	Delay delay.Strategy
-	// Clock is where the waits are timed; nil means the system clock.
-	Clock clock.Clock
-	// Listener receives the retry's events (resilience.EventRetry,
-	// EventGiveUp) under the name "tx".
-	Listener resilience.Listener
+// txPreset is the retry of a transaction, whose values NewTxRunner's doc
+// states. It stays unexported: a bare retry around a transaction, without
+// RunInTx's commit rules, would be unsafe.
+func txPreset() retry.Config[struct{}] {
+	return retry.Config[struct{}]{
+		Name:        "tx",
+		MaxAttempts: 5,
+		Delay: delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond,
+			Multiplier: 2, Max: time.Second, Jitter: delay.Full},
+		RetryOn: dbguard.IsTxRetryable,
+	}
 }
-
-// defaultTxAttempts is TxConfig.MaxAttempts's default.
-const defaultTxAttempts = 5
-
-// defaultTxDelay is TxConfig.Delay's default.
-var defaultTxDelay = delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond,
-	Multiplier: 2, Max: time.Second, Jitter: delay.Full}
 
 // TxRunner runs functions in transactions and runs a transaction again, as
 // a whole, when the server rolled it back over a conflict with another
 // one. Make one with NewTxRunner; it is safe for concurrent use. RunInTx
-// and RunInPgxTx use one with the default TxConfig.
+// and RunInPgxTx use one made from a zero retry.Config.
 //
 // A transaction is retried only when the server rolled it back: its error
 // is in dbguard.ClassTxRetryable (PostgreSQL 40001 serialization_failure,
@@ -61,27 +49,50 @@ type TxRunner struct {
 	retry *retry.Retry[struct{}]
 }
 
-// NewTxRunner returns a TxRunner for cfg, or a *resilience.ConfigError
-// naming the field it cannot use.
-func NewTxRunner(cfg TxConfig) (*TxRunner, error) {
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = defaultTxAttempts
+// NewTxRunner returns a TxRunner that retries transactions as c says, or a
+// *resilience.ConfigError naming the field it cannot use. A zero field of
+// c takes the transaction preset's value:
+//   - Name "tx" (in events);
+//   - MaxAttempts 5, the first included;
+//   - Delay exponential from 10ms, doubling, capped at 1s, with full
+//     jitter, so that two transactions that conflicted do not collide
+//     again (a Delay whose Kind is delay.Default is the preset's whole
+//     Strategy; any other is used as it is);
+//   - RetryOn dbguard.IsTxRetryable.
+//
+// A RetryOn that is set narrows dbguard.IsTxRetryable, never widens it: a
+// transaction is run again only when both accept its error (see TxRunner).
+// RetryOnResult and MapResult must be nil: a committed transaction is
+// never run again, and RunInTx returns the run's outcome as it is.
+// MaxElapsed, RetryAfter, Clock and Listener are used as they are (nil
+// Clock: the system clock; the Listener receives resilience.EventRetry and
+// EventGiveUp).
+func NewTxRunner(c retry.Config[struct{}]) (*TxRunner, error) {
+	if err := resil.FirstError(
+		resil.Check(c.RetryOnResult == nil, "retry", "RetryOnResult", "set",
+			"nil: a TxRunner retries only a transaction the server rolled back"),
+		resil.Check(c.MapResult == nil, "retry", "MapResult", "set",
+			"nil: a TxRunner returns the transaction's outcome as it is"),
+	); err != nil {
+		return nil, err
 	}
-	r, err := retry.New(retry.Config[struct{}]{
-		Name:        "tx",
-		MaxAttempts: cfg.MaxAttempts,
-		Delay:       resil.DelayOr(cfg.Delay, defaultTxDelay),
-		RetryOn:     dbguard.IsTxRetryable,
-		Clock:       cfg.Clock,
-		Listener:    cfg.Listener,
-	})
+	p := txPreset()
+	c.Name = cmp.Or(c.Name, p.Name)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, p.MaxAttempts)
+	c.Delay = resil.DelayOr(c.Delay, p.Delay)
+	if narrow := c.RetryOn; narrow != nil {
+		c.RetryOn = func(err error) bool { return p.RetryOn(err) && narrow(err) }
+	} else {
+		c.RetryOn = p.RetryOn
+	}
+	r, err := retry.New(c)
 	if err != nil {
 		return nil, err
 	}
 	return &TxRunner{retry: r}, nil
 }
 
-var defaultTxRunner, _ = NewTxRunner(TxConfig{})
+var defaultTxRunner, _ = NewTxRunner(retry.Config[struct{}]{})
 
 // ErrTxOutcomeUnknown is matched (errors.Is) by every *TxOutcomeUnknownError.
 var ErrTxOutcomeUnknown = errors.New("respool: the transaction's outcome is unknown: COMMIT may or may not have taken effect")
@@ -115,13 +126,15 @@ type PgxBeginner interface {
 }
 
 // RunInTx runs fn in a database/sql transaction of db begun with opts, and
-// commits it, under the default TxConfig; see TxRunner.RunInTx.
+// commits it, with the transaction preset (see NewTxRunner); see
+// TxRunner.RunInTx.
 func RunInTx(ctx context.Context, db SQLBeginner, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
 	return defaultTxRunner.RunInTx(ctx, db, opts, fn)
 }
 
 // RunInPgxTx runs fn in a native pgx transaction of db begun with opts, and
-// commits it, under the default TxConfig; see TxRunner.RunInPgxTx.
+// commits it, with the transaction preset (see NewTxRunner); see
+// TxRunner.RunInPgxTx.
 func RunInPgxTx(ctx context.Context, db PgxBeginner, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	return defaultTxRunner.RunInPgxTx(ctx, db, opts, fn)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // A transfer between two accounts in a serializable transaction: when
@@ -59,7 +60,7 @@ func ExampleTxRunner_RunInPgxTx() {
 	}
 	defer conn.Close(context.Background())
 
-	runner, err := respool.NewTxRunner(respool.TxConfig{MaxAttempts: 10})
+	runner, err := respool.NewTxRunner(retry.Config[struct{}]{MaxAttempts: 10})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // This file tests TxRunner on go-sqlmock (database/sql) and on a fake pgx
@@ -32,7 +33,7 @@ var (
 )
 
 // noDelay runs retries at once.
-var noDelay = TxConfig{Delay: delay.Strategy{Kind: delay.None}}
+var noDelay = retry.Config[struct{}]{Delay: delay.Strategy{Kind: delay.None}}
 
 func newTxMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
 	t.Helper()
@@ -49,13 +50,22 @@ func newTxMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
 	return db, mock
 }
 
-func mustRunner(t *testing.T, cfg TxConfig) *TxRunner {
+func mustRunner(t *testing.T, cfg retry.Config[struct{}]) *TxRunner {
 	t.Helper()
 	r, err := NewTxRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// expectFailedAttempts expects n attempts whose update fails with err.
+func expectFailedAttempts(m sqlmock.Sqlmock, n int, err error) {
+	for range n {
+		m.ExpectBegin()
+		m.ExpectExec("UPDATE t SET n = n + 1").WillReturnError(err)
+		m.ExpectRollback()
+	}
 }
 
 // update is the function every test runs in its transaction.
@@ -194,11 +204,7 @@ func checkUnknown(t *testing.T, err error) {
 
 func TestRunInTxGivesUpAfterMaxAttempts(t *testing.T) {
 	db, m := newTxMock(t)
-	for range 3 {
-		m.ExpectBegin()
-		m.ExpectExec("UPDATE t SET n = n + 1").WillReturnError(errSerialization)
-		m.ExpectRollback()
-	}
+	expectFailedAttempts(m, 3, errSerialization)
 	cfg := noDelay
 	cfg.MaxAttempts = 3
 	var events []resilience.Event
@@ -221,7 +227,7 @@ func TestRunInTxWaitsBetweenAttempts(t *testing.T) {
 	m.ExpectExec("UPDATE t SET n = n + 1").WillReturnError(errSerialization)
 	m.ExpectRollback()
 	clk := clocktest.New(time.Unix(0, 0))
-	r := mustRunner(t, TxConfig{Clock: clk, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
+	r := mustRunner(t, retry.Config[struct{}]{Clock: clk, Delay: delay.Strategy{Kind: delay.Constant, Initial: time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.RunInTx(ctx, db, nil, update) }()
@@ -235,17 +241,32 @@ func TestRunInTxWaitsBetweenAttempts(t *testing.T) {
 	}
 }
 
+// TestRunInTxDoesNotCommitAfterTheContextEnded: the transaction is rolled
+// back, not committed. database/sql may roll it back from its own
+// goroutine (Tx.awaitDone, on the context's end) after RunInTx returned:
+// the transaction runs on a *sql.Conn, whose Close waits until the
+// transaction has let go of the connection (after its rollback), so the
+// rollback has reached the mock when the expectations are checked.
 func TestRunInTxDoesNotCommitAfterTheContextEnded(t *testing.T) {
 	db, m := newTxMock(t)
 	m.ExpectBegin()
 	m.ExpectRollback()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err := mustRunner(t, noDelay).RunInTx(ctx, db, nil, func(*sql.Tx) error {
+	err = mustRunner(t, noDelay).RunInTx(ctx, conn, nil, func(*sql.Tx) error {
 		cancel()
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTxOutcomeUnknown) {
 		t.Errorf("err = %v; want context.Canceled, a known outcome", err)
+	}
+	// ErrConnDone: database/sql's rollback discarded the connection, which
+	// closed the Conn once the rollback had returned.
+	if err := conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
+		t.Error(err)
 	}
 }
 
@@ -262,10 +283,108 @@ func TestRunInTxRollsBackOnPanic(t *testing.T) {
 }
 
 func TestNewTxRunnerRefusesBadConfig(t *testing.T) {
-	_, err := NewTxRunner(TxConfig{MaxAttempts: -1})
-	var ce *resilience.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "MaxAttempts" {
-		t.Errorf("NewTxRunner(MaxAttempts -1) = %v; want a *resilience.ConfigError naming MaxAttempts", err)
+	tests := []struct {
+		name  string
+		cfg   retry.Config[struct{}]
+		field string
+	}{
+		{"MaxAttempts -1", retry.Config[struct{}]{MaxAttempts: -1}, "MaxAttempts"},
+		// A TxRunner decides the outcome (RunInTx's commit rules): a hook
+		// that retries a success or rewrites the outcome is refused.
+		{"RetryOnResult set", retry.Config[struct{}]{RetryOnResult: func(struct{}) bool { return true }}, "RetryOnResult"},
+		{"MapResult set", retry.Config[struct{}]{MapResult: func(v struct{}, _ error) (struct{}, error) { return v, nil }}, "MapResult"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewTxRunner(tc.cfg)
+			var ce *resilience.ConfigError
+			if r != nil || !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Errorf("NewTxRunner(%s) = %v, %v; want a *resilience.ConfigError naming %s", tc.name, r, err, tc.field)
+			}
+		})
+	}
+}
+
+// TestTxRunnerRetryOnNarrows: a RetryOn of the caller's narrows
+// dbguard.IsTxRetryable: a transaction runs again only when both accept
+// its error. One that accepts everything does not make a constraint
+// violation retryable; one that refuses 40001 stops the retry of a
+// serialization failure.
+func TestTxRunnerRetryOnNarrows(t *testing.T) {
+	tests := []struct {
+		name    string
+		retryOn func(error) bool
+		err     error // the first attempt's statement error
+		runs    int   // fn's runs wanted
+	}{
+		{"everything accepted, 23505 not retried", func(error) bool { return true }, errUnique, 1},
+		{"40001 refused, not retried", func(err error) bool { return !errors.Is(err, errSerialization) }, errSerialization, 1},
+		{"40001 refused, MySQL's deadlock retried", func(err error) bool { return !errors.Is(err, errSerialization) }, errDeadlock, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			db, m := newTxMock(t)
+			expectFailedAttempts(m, 1, tc.err)
+			if tc.runs == 2 {
+				m.ExpectBegin()
+				m.ExpectExec("UPDATE t SET n = n + 1").WillReturnResult(sqlmock.NewResult(0, 1))
+				m.ExpectCommit()
+			}
+			cfg := noDelay
+			cfg.RetryOn = tc.retryOn
+			runs := 0
+			err := mustRunner(t, cfg).RunInTx(context.Background(), db, nil, func(tx *sql.Tx) error {
+				runs++
+				return update(tx)
+			})
+			if runs != tc.runs {
+				t.Fatalf("fn ran %d times (err %v); want %d", runs, err, tc.runs)
+			}
+			if tc.runs == 1 && !errors.Is(err, tc.err) {
+				t.Errorf("err = %v; want %v", err, tc.err)
+			}
+			if tc.runs == 2 && err != nil {
+				t.Errorf("err = %v; want the second attempt's success", err)
+			}
+		})
+	}
+}
+
+// TestTxRunnerZeroFieldsTakeThePreset: a Config that sets only its
+// Listener keeps the preset's 5 attempts and its "tx" name, and retries
+// what dbguard.IsTxRetryable accepts.
+func TestTxRunnerZeroFieldsTakeThePreset(t *testing.T) {
+	db, m := newTxMock(t)
+	expectFailedAttempts(m, 5, errSerialization)
+	clk := clocktest.New(time.Unix(0, 0))
+	var events []resilience.Event
+	r := mustRunner(t, retry.Config[struct{}]{Clock: clk, Listener: func(e resilience.Event) { events = append(events, e) }})
+	done := make(chan error, 1)
+	go func() { done <- r.RunInTx(context.Background(), db, nil, update) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Four waits: move the clock to each timer once it is set, and no
+	// further (a timer set while the clock moves may fire in the same
+	// Advance).
+	for range 4 {
+		if err := clk.WaitTimers(ctx, 1); err != nil {
+			t.Fatalf("waiting for the retry's timer: %v", err)
+		}
+		next, _ := clk.Next()
+		clk.Advance(next.Sub(clk.Now()))
+	}
+	err := <-done
+	if !errors.Is(err, errSerialization) || len(events) != 5 || events[4].Kind != resilience.EventGiveUp {
+		t.Fatalf("err = %v, events %v; want four retries and a give-up after 5 attempts", err, events)
+	}
+	for _, e := range events {
+		if e.Name != "tx" {
+			t.Errorf("event %v named %q; want tx", e.Kind, e.Name)
+		}
+		// Full jitter under 10ms doubling to 1s: the n-th wait is at most 10ms·2^(n-1).
+		if limit := 10 * time.Millisecond << (e.Attempt - 1); e.Kind == resilience.EventRetry && (e.Delay < 0 || e.Delay > limit) {
+			t.Errorf("retry %d waits %v; want within [0, %v]", e.Attempt, e.Delay, limit)
+		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/respool/respool/resilience/breaker"
 )
 
-// Connect makes one connection with create, through g's creation path,
+// connect makes one connection with create, through g's creation path,
 // outermost first: the retry (Config.Retry), the breaker (rejects while the
 // circuit is open; records each attempt), the pause (rejects while
 // back-pressure closed it; closes it on back-pressure) and the connect-rate
@@ -21,9 +21,9 @@ import (
 // Its error is the last attempt's, as create returned it; a rejection (a
 // *resilience.RejectedError matching breaker.ErrOpen, pause.ErrPaused or
 // ratelimit.ErrLimited); or, when the attempt's failure left the circuit
-// open, an *OpenedError wrapping it. The last two carry the time from which
+// open, an *openedError wrapping it. The last two carry the time from which
 // an attempt can succeed (RetryAfter), so that a pool makes none before.
-func Connect[T any](ctx context.Context, g *Guard, create func(context.Context) (T, error)) (T, error) {
+func connect[T any](ctx context.Context, g *Guard, create func(context.Context) (T, error)) (T, error) {
 	var conn T
 	_, err := g.stack.Do(ctx, func(ctx context.Context) (struct{}, error) {
 		g.attempts.Add(1)
@@ -42,7 +42,7 @@ func Connect[T any](ctx context.Context, g *Guard, create func(context.Context) 
 	return conn, nil
 }
 
-// opened wraps err, a failed creation's, in an *OpenedError when the
+// opened wraps err, a failed creation's, in an *openedError when the
 // circuit is open now.
 func (g *Guard) opened(err error) error {
 	if g.breaker == nil || errors.Is(err, resilience.ErrRejected) {
@@ -55,40 +55,53 @@ func (g *Guard) opened(err error) error {
 	if s.State != breaker.Open {
 		return err
 	}
-	return &OpenedError{Err: err, RetryAt: s.OpenUntil}
+	return &openedError{err: err, retryAt: s.OpenUntil}
 }
 
-// OpenedError is a connection attempt's failure after which the circuit is
-// open (this failure, or others with it, opened it): Err is the attempt's
-// error as the driver returned it, RetryAt when the circuit half-opens. It
-// matches breaker.ErrOpen (errors.Is), errors.As reaches Err, and RetryAfter
-// returns RetryAt, so that the pool makes no attempt before then and fails
-// the callers waiting for one at once.
-type OpenedError struct {
-	Err     error
-	RetryAt time.Time
+// openedError is a connection attempt's failure after which the circuit is
+// open (this failure, or others with it, opened it): err is the attempt's
+// error as the driver returned it, retryAt when the circuit half-opens. It
+// matches breaker.ErrOpen (errors.Is), errors.As reaches err, and
+// resilience.RetryAfter returns retryAt, so that the pool makes no attempt
+// before then and fails the callers waiting for one at once.
+type openedError struct {
+	err     error
+	retryAt time.Time
 }
 
-func (e *OpenedError) Error() string {
-	return fmt.Sprintf("%v (circuit open until %s)", e.Err, e.RetryAt.Format("15:04:05.000"))
+func (e *openedError) Error() string {
+	return fmt.Sprintf("%v (circuit open until %s)", e.err, e.retryAt.Format("15:04:05.000"))
 }
 
-// Unwrap returns Err and breaker.ErrOpen.
-func (e *OpenedError) Unwrap() []error { return []error{e.Err, breaker.ErrOpen} }
+// Unwrap returns err and breaker.ErrOpen.
+func (e *openedError) Unwrap() []error { return []error{e.err, breaker.ErrOpen} }
 
-// RetryAfter returns RetryAt: the protocol of package resilience.
-func (e *OpenedError) RetryAfter() time.Time { return e.RetryAt }
+// RetryAfter returns retryAt: the protocol of package resilience.
+func (e *openedError) RetryAfter() time.Time { return e.retryAt }
 
-// Factory returns f with its Create made through g (see Connect); its other
-// funcs and hooks are f's. A nil Create stays nil (pool.New refuses it).
-// Give the pool dbguard.BackPressure too, and call g.Check before each Take to
-// fail fast while the circuit is open:
+// Factory returns f with its Create made through g's creation path,
+// outermost first: the retry (Config.Retry), the breaker (rejects while the
+// circuit is open; records each attempt), the pause (rejects while
+// back-pressure closed it; closes it on back-pressure) and the connect-rate
+// limiter (waits for a permit). Create's context bounds it all (the pool
+// gives Create its CreateTimeout). Its other funcs and hooks are f's. A nil
+// Create stays nil (pool.New refuses it).
+//
+// Create's error is the last attempt's, as f.Create returned it; a
+// rejection (a *resilience.RejectedError matching breaker.ErrOpen,
+// pause.ErrPaused or ratelimit.ErrLimited); or, when the attempt's failure
+// left the circuit open, the attempt's error (errors.As reaches it)
+// matching breaker.ErrOpen too. The last two carry the time from which an
+// attempt can succeed (resilience.RetryAfter), so that the pool makes none
+// before. Give the pool dbguard.BackPressure too, and call g.Admit before
+// each Take to fail fast while the circuit is open:
 //
 //	f := dbguard.Factory(g, respool.PgxFactory(cc))
 //	p, err := pool.New(f, pool.Config{BackPressure: dbguard.BackPressure})
+//	done, err := g.Admit() // before each Take
 func Factory[T any](g *Guard, f pool.Factory[T]) pool.Factory[T] {
 	if create := f.Create; create != nil {
-		f.Create = func(ctx context.Context) (T, error) { return Connect(ctx, g, create) }
+		f.Create = func(ctx context.Context) (T, error) { return connect(ctx, g, create) }
 	}
 	return f
 }

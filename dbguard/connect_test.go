@@ -57,8 +57,8 @@ func TestRetryOnlyWhenNothingReachedTheServer(t *testing.T) {
 
 // TestCircuitOpensOnFailedAttempts checks the creation path with the
 // breaker: failed attempts open the circuit; the attempt that opened it
-// returns an *OpenedError (the driver's error, breaker.ErrOpen, the
-// half-open time); attempts are then rejected without reaching the factory;
+// returns the driver's error matching breaker.ErrOpen, with the half-open
+// time; attempts are then rejected without reaching the factory;
 // after the open delay one probe goes through, and its success closes the
 // circuit.
 func TestCircuitOpensOnFailedAttempts(t *testing.T) {
@@ -73,9 +73,8 @@ func TestCircuitOpensOnFailedAttempts(t *testing.T) {
 	}
 	f.fail(errRefused)
 	_, err := f.connect(ctx)
-	var oe *dbguard.OpenedError
-	if !errors.As(err, &oe) || !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("the attempt that opened the circuit: %v; want an *OpenedError of the refusal", err)
+	if !errors.Is(err, errRefused) || !errors.Is(err, breaker.ErrOpen) || errors.Is(err, resilience.ErrRejected) {
+		t.Fatalf("the attempt that opened the circuit: %v; want the refusal, matching breaker.ErrOpen, not a rejection", err)
 	}
 	halfOpen := f.clk.Now().Add(dbguard.BreakerPreset().OpenDelay.Initial)
 	if at, ok := resilience.RetryAfter(err); !ok || !at.Equal(halfOpen) {
@@ -86,15 +85,18 @@ func TestCircuitOpensOnFailedAttempts(t *testing.T) {
 	if !isRejection(err, breaker.ErrOpen) || f.attempts() != 4 {
 		t.Fatalf("attempt while open: %v after %d attempts; want a rejection without an attempt", err, f.attempts())
 	}
-	if err := f.g.Check(); !isRejection(err, breaker.ErrOpen) {
-		t.Fatalf("Check while open: %v", err)
+	if _, err := f.g.Admit(); !isRejection(err, breaker.ErrOpen) {
+		t.Fatalf("Admit while open: %v", err)
 	}
 
 	f.clk.Advance(halfOpen.Sub(f.clk.Now()))
-	if err := f.g.Check(); err != nil {
-		t.Fatalf("Check when half-open: %v; want nil (the probe is free)", err)
+	done, err := f.g.Admit()
+	if err != nil {
+		t.Fatalf("Admit when half-open: %v; want nil (the probe is free)", err)
 	}
-	if n, err := f.connect(ctx); err != nil || n != 5 {
+	n, err := f.connect(ctx)
+	done()
+	if err != nil || n != 5 {
 		t.Fatalf("the probe: %d, %v; want a connection", n, err)
 	}
 	if s := f.g.Breaker().State(); s != breaker.Closed {
@@ -176,11 +178,11 @@ func TestCreationsBehindTheProbeFailFastWhenItPausesAgain(t *testing.T) {
 	inProbe, release := make(chan struct{}), make(chan struct{})
 	probeDone := make(chan error, 1)
 	go func() {
-		_, err := dbguard.Connect(ctx, f.g, func(context.Context) (int, error) {
+		_, err := guarded(f.g, func(context.Context) (int, error) {
 			close(inProbe)
 			<-release
 			return 0, errFull
-		})
+		})(ctx)
 		probeDone <- err
 	}()
 	select {

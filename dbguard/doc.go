@@ -139,8 +139,7 @@
 //
 // # The creation path
 //
-// Connect (and a Factory's Create) makes a connection through, outermost
-// first:
+// A Factory's Create makes a connection through, outermost first:
 //
 //   - a retry: a few attempts (3), with exponential delays and jitter,
 //     within the creation's deadline, and only when nothing reached the
@@ -158,12 +157,12 @@
 //   - a connect-rate limiter (off by default), whose permits attempts wait
 //     for.
 //
-// A rejection, and an attempt's failure that left the circuit open
-// (*OpenedError), carry the time from which an attempt can succeed
-// (resilience.RetryAfter). The pool holds its creations until then and
-// fails the callers waiting for one at once (see pool.Config.BackoffInitial), so a
-// dead server sees one attempt per open delay, however many callers there
-// are.
+// A rejection, and an attempt's failure that left the circuit open (the
+// driver's error, matching breaker.ErrOpen too), carry the time from which
+// an attempt can succeed (resilience.RetryAfter). The pool holds its
+// creations until then and fails the callers waiting for one at once (see
+// pool.Config.BackoffInitial), so a dead server sees one attempt per open
+// delay, however many callers there are.
 //
 // # The breaker
 //
@@ -180,7 +179,7 @@
 // statements the server answered (a moving average): one whose caller's
 // deadline came first, because it waited for its connection or the server
 // is slow but answering, is not recorded. While the circuit
-// is open, Check (before taking a connection from the pool) and Enter
+// is open, Admit (before taking a connection from the pool) and Enter
 // (before a statement) fail at once with a *resilience.RejectedError
 // matching breaker.ErrOpen that carries when the next probe goes: callers
 // of a dead or frozen server fail fast instead of waiting out their
@@ -203,7 +202,7 @@
 //
 // The success path costs a statement one atomic load on Enter and a few on
 // Exit (the breaker's count window writes nothing while it holds only
-// successes), and a take one atomic load in Check.
+// successes), and a take one atomic load in Admit.
 //
 // This package imports pool and resilience; pool does not import it.
 package dbguard

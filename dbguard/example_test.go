@@ -37,11 +37,13 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 5 {
-		if err := g.Check(); err != nil { // the circuit is open: do not even ask the pool
+		done, err := g.Admit()
+		if err != nil { // the circuit is open: do not even ask the pool
 			fmt.Println("rejected:", errors.Is(err, breaker.ErrOpen))
 			continue
 		}
-		_, err := p.Take(ctx)
+		_, err = p.Take(ctx)
+		done()
 		fmt.Println("take failed:", errors.Is(err, errRefused), "circuit open:", errors.Is(err, breaker.ErrOpen))
 	}
 	fmt.Println("attempts:", attempts)

@@ -123,14 +123,9 @@ func (g *Guard) Breaker() *breaker.Breaker { return g.breaker }
 // Pause returns the pause, or nil when it is off.
 func (g *Guard) Pause() *pause.Pause { return g.pause }
 
-// Check admits a take from the pool: nil, or, while the circuit is open
-// (or half-open with its probe under way), the breaker's rejection, a
-// *resilience.RejectedError matching breaker.ErrOpen (or
-// breaker.ErrHalfOpenFull) whose RetryAfter is when a probe goes through.
-// It takes no permit: the connection attempt or statement that follows
-// enters the breaker itself. With the circuit closed it reads one atomic
-// word.
-func (g *Guard) Check() error {
+// check is Admit without its half-open gate: nil, or the breaker's
+// rejection, counted in Stats.Rejected.
+func (g *Guard) check() error {
 	if g.breaker == nil {
 		return nil
 	}
@@ -141,18 +136,24 @@ func (g *Guard) Check() error {
 	return nil
 }
 
-// Admit admits a take from the pool as Check does, and, while the circuit
-// is half-open, one take at a time: the others are rejected with a
-// *resilience.RejectedError matching breaker.ErrHalfOpenFull whose
-// RetryAfter is an open delay later. done ends the take's admission (call
-// it once the take has returned; calling it again does nothing). Check
-// alone, which takes no permit, lets every caller of a half-open circuit
-// into the pool: on a frozen server, whose statements and sessions hold
-// the pool's slots, each of them waits out its deadline for a connection
-// that does not come, and none reaches the breaker as its probe. With the
-// circuit closed it costs what Check costs, and done does nothing.
+// Admit admits a take from the pool: nil, or, while the circuit is open
+// (or half-open with its probe under way), the breaker's rejection, a
+// *resilience.RejectedError matching breaker.ErrOpen (or
+// breaker.ErrHalfOpenFull) whose RetryAfter is when a probe goes through.
+// While the circuit is half-open it admits one take at a time: the others
+// are rejected with a *resilience.RejectedError matching
+// breaker.ErrHalfOpenFull whose RetryAfter is an open delay later. done
+// ends the take's admission (call it once the take has returned; calling it
+// again, or calling the done of a rejection, does nothing). An admission
+// without that gate would let every caller of a half-open circuit into the
+// pool: on a frozen server, whose statements and sessions hold the pool's
+// slots, each of them would wait out its deadline for a connection that
+// does not come, and none would reach the breaker as its probe. Admit takes
+// no breaker permit: the connection attempt or statement that follows
+// enters the breaker itself. With the circuit closed it reads one atomic
+// word, and done does nothing.
 func (g *Guard) Admit() (done func(), err error) {
-	if err := g.Check(); err != nil {
+	if err := g.check(); err != nil {
 		return admitted, err
 	}
 	if g.breaker == nil || g.breaker.State() != breaker.HalfOpen {
@@ -172,7 +173,7 @@ func (g *Guard) Admit() (done func(), err error) {
 func admitted() {}
 
 // Enter admits a statement (any call that goes to the server on a
-// connection already made), or rejects it as Check does. Every admitted
+// connection already made), or rejects it as Admit does. Every admitted
 // statement is ended by one Exit with its outcome and its context.
 func (g *Guard) Enter(ctx context.Context) (resilience.Permit, error) {
 	if g.breaker == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 )
 
@@ -122,14 +123,20 @@ func (f *fixture) attempts() int {
 	return f.made
 }
 
-// connect runs Connect with f's factory.
+// connect makes a connection through the guard (dbguard.Factory) with f's
+// create.
 func (f *fixture) connect(ctx context.Context) (int, error) {
-	return dbguard.Connect(ctx, f.g, f.create)
+	return guarded(f.g, f.create)(ctx)
 }
 
-// connectStepping runs Connect in a goroutine and, steps times, waits for
+// guarded is create made through g's creation path.
+func guarded[T any](g *dbguard.Guard, create func(context.Context) (T, error)) func(context.Context) (T, error) {
+	return dbguard.Factory(g, pool.Factory[T]{Create: create}).Create
+}
+
+// connectStepping runs connect in a goroutine and, steps times, waits for
 // a timer (a retry's delay) and moves the virtual clock to it; then it
-// returns Connect's outcome.
+// returns its outcome.
 func (f *fixture) connectStepping(steps int) (int, error) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
@@ -139,7 +146,7 @@ func (f *fixture) connectStepping(steps int) (int, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n, err = dbguard.Connect(ctx, f.g, f.create)
+		n, err = f.connect(ctx)
 	}()
 	for range steps {
 		if werr := f.clk.WaitTimers(ctx, 1); werr != nil {

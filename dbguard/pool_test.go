@@ -79,8 +79,8 @@ func TestPoolFailsFastWhileOpen(t *testing.T) {
 	if n := attempts.Load(); n != 2 {
 		t.Fatalf("%d attempts; want still 2", n)
 	}
-	if err := g.Check(); !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("Check: %v; want ErrOpen", err)
+	if _, err := g.Admit(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Admit: %v; want ErrOpen", err)
 	}
 }
 

@@ -60,7 +60,7 @@ func TestStatementOutcomes(t *testing.T) {
 }
 
 // TestOpenCircuitRejectsStatementsAndTakes checks that, once statements
-// have opened the circuit, a take (Check) and a statement (Enter) fail at
+// have opened the circuit, a take (Admit) and a statement (Enter) fail at
 // once with a rejection matching breaker.ErrOpen that carries the
 // half-open time; that the first statement after it is the probe, the
 // others being rejected until it ends; and that connection attempts are
@@ -71,7 +71,8 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 	f.statements(10, errLost)
 	ctx := context.Background()
 	halfOpen := f.clk.Now().Add(dbguard.BreakerPreset().OpenDelay.Initial)
-	for _, err := range []error{f.g.Check(), f.statement(ctx, nil)} {
+	_, admitErr := f.g.Admit()
+	for _, err := range []error{admitErr, f.statement(ctx, nil)} {
 		var rej *resilience.RejectedError
 		if !isRejection(err, breaker.ErrOpen) || !errors.As(err, &rej) || !rej.RetryAt.Equal(halfOpen) {
 			t.Fatalf("while open: %v; want a rejection matching ErrOpen until %v", err, halfOpen)
@@ -89,7 +90,7 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the probe: %v", err)
 	}
-	if err := f.g.Check(); !isRejection(err, breaker.ErrHalfOpenFull) {
+	if _, err := f.g.Admit(); !isRejection(err, breaker.ErrHalfOpenFull) {
 		t.Fatalf("a take while the probe runs: %v; want ErrHalfOpenFull", err)
 	}
 	f.g.Exit(ctx, probe, errSyntax) // the server answered
@@ -103,9 +104,11 @@ func TestOpenCircuitRejectsStatementsAndTakes(t *testing.T) {
 func TestBreakerOff(t *testing.T) {
 	f := newFixture(t, dbguard.Config{BreakerDisabled: true})
 	f.statements(100, errLost)
-	if err := f.g.Check(); err != nil {
+	done, err := f.g.Admit()
+	if err != nil {
 		t.Fatal(err)
 	}
+	done()
 	if s := f.g.Stats(); s.BreakerOn || s.StatementFailures != 0 || f.g.Breaker() != nil {
 		t.Fatalf("stats %+v", s)
 	}

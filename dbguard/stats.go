@@ -28,7 +28,7 @@ type Stats struct {
 	// StatementFailures counts statements recorded as failures: their
 	// connection broke or they timed out.
 	StatementFailures uint64
-	// Rejected counts takes and statements refused by the breaker (Check,
+	// Rejected counts takes and statements refused by the breaker (Admit,
 	// Enter); connection attempts it refused are in Breaker.Rejected.
 	Rejected uint64
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 )
 
 // faultPool is the name of the fault step's pool and of its chaos
@@ -133,7 +134,7 @@ func (dm *demo) faults(ctx context.Context) error {
 	// Conflicts are retried as whole transactions by respool's TxRunner;
 	// a transaction that met anything else fails, and its worker comes
 	// back a little later.
-	txr, err := respool.NewTxRunner(respool.TxConfig{
+	txr, err := respool.NewTxRunner(retry.Config[struct{}]{
 		MaxAttempts: 8,
 		Delay:       delay.Strategy{Kind: delay.Exponential, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: delay.Full},
 	})

@@ -29,6 +29,7 @@ import (
 	_ "github.com/respool/respool/chaos" // registers "chaos"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/delay"
+	"github.com/respool/respool/resilience/retry"
 	_ "modernc.org/sqlite" // registers "sqlite"
 )
 
@@ -76,7 +77,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// Each retry is a conflict met: the transaction was rolled back and
 	// runs again from its start.
 	var conflicts, committed atomic.Int64
-	txs, err := respool.NewTxRunner(respool.TxConfig{
+	txs, err := respool.NewTxRunner(retry.Config[struct{}]{
 		MaxAttempts: 10,
 		Delay:       delay.Strategy{Kind: delay.Exponential, Initial: 2 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: delay.Full},
 		Listener: func(e resilience.Event) {

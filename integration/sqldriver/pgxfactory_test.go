@@ -166,8 +166,8 @@ func TestNativePgxThroughTheGuard(t *testing.T) {
 	if n := dials.Load(); n != attempts {
 		t.Fatalf("%d dials while open; want none", n-attempts)
 	}
-	if err := g.Check(); !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("Check while open: %v; want breaker.ErrOpen", err)
+	if _, err := g.Admit(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Admit while open: %v; want breaker.ErrOpen", err)
 	}
 
 	// Back: the first take after the half-open time is the probe.
