@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -16,6 +17,10 @@ const (
 	lowestPort   = 20000
 	portAttempts = 20
 )
+
+// takePort is where runPostgres and runMariaDB get their port: freePort,
+// but for a test that hands them a port another server holds.
+var takePort = freePort
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago,
 // below the ephemeral range when it can. Another process may take it before
@@ -52,4 +57,22 @@ func ephemeralLow() int {
 	}
 	n, _ := strconv.Atoi(f[0])
 	return n
+}
+
+// isOurs returns nil when served, the data directory of the server that
+// answered on the port, is data, the one we started: until the server has
+// bound its port, another throwaway server (of a test package run beside
+// this one, or restarted on a port we took for free) may answer there with
+// the same user and password, and the caller would use it as ours (make
+// test failed with "create database: database "respool" already exists").
+// A server that cannot bind exits, and the caller retries on another port.
+func isOurs(served, data string) error {
+	want, err := filepath.Abs(data)
+	if err != nil {
+		return err
+	}
+	if filepath.Clean(served) != want {
+		return fmt.Errorf("servers: the server on the port serves %s, not %s: another server has the port", served, want)
+	}
+	return nil
 }

@@ -122,7 +122,7 @@ func startLocalMariaDB(ctx context.Context, o options) (_ *Server, err error) {
 // runMariaDB starts mariadbd on a free port and waits until the test user
 // can log in over TCP.
 func runMariaDB(ctx context.Context, o options, bin, dir, data, logPath string, asUser []string) (*Server, error) {
-	port, err := freePort()
+	port, err := takePort()
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,11 @@ func runMariaDB(ctx context.Context, o options, bin, dir, data, logPath string, 
 			return p.waitReady(ctx, func(ctx context.Context) error {
 				db := sql.OpenDB(connector)
 				defer db.Close()
-				return db.PingContext(ctx)
+				var served string
+				if err := db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&served); err != nil {
+					return err
+				}
+				return isOurs(served, data)
 			})
 		},
 	}

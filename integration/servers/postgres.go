@@ -98,7 +98,7 @@ func startLocalPostgres(ctx context.Context, o options) (_ *Server, err error) {
 // runPostgres starts postgres on a free port, waits until the test user can
 // log in over TCP and creates the test database.
 func runPostgres(ctx context.Context, o options, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
-	port, err := freePort()
+	port, err := takePort()
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,9 @@ func runPostgres(ctx context.Context, o options, bin, dir, data, logPath string,
 				if err != nil {
 					return err
 				}
-				return conn.Close(ctx)
+				var served string
+				err = conn.QueryRow(ctx, "SHOW data_directory").Scan(&served)
+				return errors.Join(err, isOurs(served, data), conn.Close(ctx))
 			})
 		},
 	}
