@@ -93,7 +93,7 @@ func checkTargets(t *testing.T, rep *report) {
 			want(false, o.attemptsPerSec <= maxAttemptsDown,
 				"%.0f connection attempts/s to a dead server; want ≤ %.0f", o.attemptsPerSec, maxAttemptsDown)
 			want(false, o.p99Down <= maxP99Open, "caller p99 %v while down; want ≤ %v", o.p99Down, maxP99Open)
-			if base := baselineKill(rep, col.kind); base != nil {
+			if base := baseline[*killOutcome](rep, "kill", col.kind); base != nil {
 				want(true, o.p99Down <= base.p99Down*3/4,
 					"caller p99 %v while down; want at most 3/4 of the plain driver's %v", o.p99Down, base.p99Down)
 			}
@@ -106,7 +106,7 @@ func checkTargets(t *testing.T, rep *report) {
 		if o, ok := rep.outcome("limit", col).(*limitOutcome); ok {
 			want(true, o.rejectedPerSec <= maxRejected,
 				"%.0f rejected attempts/s above the server's limit; want ≤ %.0f", o.rejectedPerSec, maxRejected)
-			if base := baselineLimit(rep, col.kind); base != nil {
+			if base := baseline[*limitOutcome](rep, "limit", col.kind); base != nil {
 				want(true, o.served >= base.served,
 					"served %.1f %% of the calls above the server's limit; want at least the plain driver's %.1f %%",
 					100*o.served, 100*base.served)
@@ -157,24 +157,14 @@ func checkFrozen(want wantFunc, d byDefault, o *frozenOutcome) {
 		percent(o.waitedFull, o.calls), o.model.label(), 100*maxFrozenFullWait)
 }
 
-// baselineKill returns the kill outcome of kind's plain driver, or nil.
-func baselineKill(rep *report, kind string) *killOutcome {
+// baseline returns the outcome of scenario for kind's plain driver, or nil
+// when the report has none.
+func baseline[O outcome](rep *report, scenario, kind string) (o O) {
 	for _, col := range rep.cols {
 		if col.kind == kind && col.client.baseline {
-			o, _ := rep.outcome("kill", col).(*killOutcome)
+			o, _ = rep.outcome(scenario, col).(O)
 			return o
 		}
 	}
-	return nil
-}
-
-// baselineLimit returns the limit outcome of kind's plain driver, or nil.
-func baselineLimit(rep *report, kind string) *limitOutcome {
-	for _, col := range rep.cols {
-		if col.kind == kind && col.client.baseline {
-			o, _ := rep.outcome("limit", col).(*limitOutcome)
-			return o
-		}
-	}
-	return nil
+	return o
 }
