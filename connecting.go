@@ -210,7 +210,7 @@ func (s *attemptSet) track(l *dialLog) {
 }
 
 // failed returns err, the error of one try of l's attempt (see
-// physFactory.Create), as a *ConnectPhaseError when it is a deadline, a
+// physFactory.dial), as a *ConnectPhaseError when it is a deadline, a
 // cancel or a timeout and the try reached a dial function of respool's:
 // the last attempt given up on. The next try starts with no phase.
 func (s *attemptSet) failed(l *dialLog, err error) error {

@@ -44,27 +44,32 @@ type physFactory struct {
 	attempts *attemptSet
 }
 
-// Create makes a connection through the guard's creation path (retry,
-// breaker, pause, connect-rate limiter: see dbguard.Factory), with a
-// dialLog in its context for respool's dial function (see wireDial) to
-// record the sockets of its attempts and their phases in. An attempt
-// given up on by a deadline or a timeout fails with a *ConnectPhaseError
-// naming its address and phase.
-func (f physFactory) Create(ctx context.Context) (driver.Conn, error) {
+// create makes a connection through guarded, the guard's creation path
+// (retry, breaker, pause, connect-rate limiter: see dbguard.Factory) around
+// dial, with a dialLog in its context for respool's dial function (see
+// wireDial) to record the attempt's sockets and phase, and adopts the socket
+// of the connection made. An attempt given up on by a deadline or a timeout
+// fails with a *ConnectPhaseError naming its address and phase.
+func (f physFactory) create(ctx context.Context, guarded func(context.Context) (driver.Conn, error)) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
 	f.attempts.track(dials)
-	c, err := dbguard.Factory(f.guard, pool.Factory[driver.Conn]{Create: func(ctx context.Context) (driver.Conn, error) {
-		c, err := f.real.create(ctx)
-		if err != nil {
-			return nil, f.attempts.failed(dials, err)
-		}
-		return c, nil
-	}}).Create(ctx)
+	c, err := guarded(ctx)
 	f.attempts.end(dials)
 	if err != nil {
 		return nil, err
 	}
 	return &physConn{Conn: c, wire: dials.adopt()}, nil
+}
+
+// dial is one attempt of the real driver; its failure is told to the
+// attempts under way with the attempt's dialLog (see create).
+func (f physFactory) dial(ctx context.Context) (driver.Conn, error) {
+	c, err := f.real.create(ctx)
+	if err != nil {
+		dials, _ := ctx.Value(dialLogKey{}).(*dialLog)
+		return nil, f.attempts.failed(dials, err)
+	}
+	return c, nil
 }
 
 func (f physFactory) Validate(c driver.Conn) error { return f.real.validate(c.(*physConn).Conn) }
@@ -121,7 +126,9 @@ func closedAnyway(err error) error {
 // after a give-back. A hook the Config lacks is nil, which costs the pool
 // nothing.
 func (f physFactory) poolFactory() pool.Factory[driver.Conn] {
-	h := pool.Factory[driver.Conn]{Create: f.Create, Validate: f.Validate, Test: f.Test, Destroy: f.Destroy,
+	guarded := dbguard.Factory(f.guard, pool.Factory[driver.Conn]{Create: f.dial}).Create // once per Connector
+	h := pool.Factory[driver.Conn]{Create: func(ctx context.Context) (driver.Conn, error) { return f.create(ctx, guarded) },
+		Validate: f.Validate, Test: f.Test, Destroy: f.Destroy,
 		BeforeHandOut: f.beforeHandOut}
 	if len(f.hooks.initSQL) > 0 || f.hooks.afterConnect != nil {
 		h.AfterCreate = func(ctx context.Context, c driver.Conn) error {

@@ -238,7 +238,7 @@ func isTimeout(err error) bool {
 
 // dialLog records the wires dialed during one connection attempt, and
 // where the attempt is (see ConnectPhaseError); it travels in the attempt's
-// context (see withDialLog), from physFactory.Create to wireDial.
+// context (see withDialLog), from physFactory.create to wireDial.
 type dialLog struct {
 	mu    sync.Mutex // guards the fields below
 	wires []*wireConn
