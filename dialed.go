@@ -83,6 +83,7 @@ func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok boo
 // startup (see startedCancelsOnly).
 func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.Connector {
 	if cancelWait > 0 {
+		setPgTimeout(&pc.Config)
 		pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 			return newCancelHandler(c, cancelWait)
 		}

@@ -72,7 +72,8 @@ func (pc *physConn) statementErr(ctx context.Context, mark uint64, err error) er
 			return err
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil { // pgx gave the connection up when ctx ended
-			return &stoppedError{ctxErr: ctxErr, err: ErrStatementLost}
+			_, pgx := pc.Conn.(*stdlib.Conn)
+			return newStopped(ctxErr, ErrStatementLost, pgx)
 		}
 		return ErrStatementLost
 	}

@@ -5,6 +5,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,21 @@ func TestContextStopped(t *testing.T) {
 		if !errors.Is(err, ctx.Err()) || !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 			t.Errorf("contextStopped(%v, 57014) = %v; want both the context's error and the server's", ctx.Err(), err)
 		}
+	}
+	// As pgx's driver, a pgx statement its deadline ended is a
+	// pgconn.Timeout, and a cancelled one is not.
+	pc, err := pgconn.ParseConfig("host=127.0.0.1 port=1 user=u password=p sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPgTimeout(pc)
+	if err := contextStopped(expired, canceled); !pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		!strings.HasPrefix(err.Error(), "timeout: context deadline exceeded: ERROR: canceling statement") {
+		t.Errorf("contextStopped(deadline, 57014) = %v: pgconn.Timeout %v, SafeToRetry %v; want a timeout, not safe to retry",
+			err, pgconn.Timeout(err), pgconn.SafeToRetry(err))
+	}
+	if err := contextStopped(ended, canceled); pgconn.Timeout(err) {
+		t.Errorf("contextStopped(cancelled, 57014) = %v: a timeout", err)
 	}
 	unchanged := []struct {
 		ctx context.Context
