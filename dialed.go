@@ -70,7 +70,7 @@ func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok boo
 			return nil, passwords, false
 		}
 		var d net.Dialer // as go-sql-driver/mysql dials by default
-		mc.DialFunc = wireDial(d.DialContext, endWait, mysqlProtocol)
+		mc.DialFunc = wireDial(d.DialContext, endWait, mysqlRefusals(mc))
 		c, err := mysql.NewConnector(mc)
 		return c, passwords, err == nil
 	}
@@ -115,4 +115,15 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// mysqlRefusals returns the protocol of mc's connections: with
+// rejectReadOnly=true and without multiStatements, a driver.ErrBadConn
+// after the statement was sent is the server's refusal of a write on a
+// read-only server, which database/sql may run again on another
+// connection, as the driver documents (see protocol.refusedBadConn).
+func mysqlRefusals(mc *mysql.Config) protocol {
+	p := mysqlProtocol
+	p.refusedBadConn = mc.RejectReadOnly && !mc.MultiStatements
+	return p
 }

@@ -21,10 +21,12 @@ import (
 // is unknown. errors.Is(err, dbguard.ErrAmbiguous) holds, and
 // dbguard.Classify puts it in dbguard.ClassAmbiguous.
 //
-// A driver.ErrBadConn of a statement that certainly sent nothing (respool
-// counts what reaches the connection's socket; see physConn.unsent) still
+// A driver.ErrBadConn of a statement that certainly did not run still
 // reaches database/sql, which then runs the statement on another
-// connection.
+// connection: one that sent nothing (respool counts what reaches the
+// connection's socket; see physConn.unsent), and one the server refused as
+// read-only under go-sql-driver/mysql's rejectReadOnly=true, whose
+// documented contract that is (see protocol.refusedBadConn).
 var ErrStatementLost error = lostStatementError{}
 
 type lostStatementError struct{}
@@ -45,13 +47,16 @@ func (pc *physConn) sentMark() uint64 {
 	return pc.wire.written.Load()
 }
 
-// unsent reports whether nothing was sent on pc since mark: on a socket
-// respool watches, no byte was written; on any other, the real driver is
-// trusted, but for pgx's stdlib driver, which reports statements it sent as
+// unsent reports whether the statement that failed with driver.ErrBadConn
+// certainly did not run at the server: on a socket respool watches, no byte
+// was written since mark, or the real driver returns driver.ErrBadConn
+// after writing only for a statement the server refused (see
+// protocol.refusedBadConn); on any other, the real driver is trusted, but
+// for pgx's stdlib driver, which reports statements it sent as
 // driver.ErrBadConn (see ErrStatementLost).
 func (pc *physConn) unsent(mark uint64) bool {
 	if pc.wire != nil {
-		return pc.wire.written.Load() == mark
+		return pc.wire.proto.refusedBadConn || pc.wire.written.Load() == mark
 	}
 	_, pgx := pc.Conn.(*stdlib.Conn)
 	return !pgx

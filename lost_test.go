@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -21,6 +22,10 @@ import (
 // proxy that cuts the connection after the statement.
 func TestStatementErrBadConn(t *testing.T) {
 	w := openWire(t)
+	refusing := openWire(t) // go-sql-driver/mysql with rejectReadOnly=true
+	refusing.proto.refusedBadConn = mysqlRefusals(&mysql.Config{RejectReadOnly: true}).refusedBadConn
+	multi := openWire(t) // and multiStatements
+	multi.proto.refusedBadConn = mysqlRefusals(&mysql.Config{RejectReadOnly: true, MultiStatements: true}).refusedBadConn
 	pgxConn := &stdlib.Conn{}
 	tests := []struct {
 		name   string
@@ -32,6 +37,8 @@ func TestStatementErrBadConn(t *testing.T) {
 		{"watched socket, nothing written", &physConn{wire: w}, false, sqldriver.ErrBadConn, true},
 		{"watched socket, written", &physConn{wire: w}, true, sqldriver.ErrBadConn, false},
 		{"watched socket, written, wrapped", &physConn{wire: w}, true, fmt.Errorf("x: %w", sqldriver.ErrBadConn), false},
+		{"watched socket, written, refused as read-only", &physConn{wire: refusing}, true, sqldriver.ErrBadConn, true},
+		{"watched socket, written, refused after statements that may have run", &physConn{wire: multi}, true, sqldriver.ErrBadConn, false},
 		{"unwatched pgx stdlib", &physConn{Conn: pgxConn}, false, sqldriver.ErrBadConn, false},
 		{"unwatched other driver (trusted)", &physConn{Conn: &faultConn{}}, false, sqldriver.ErrBadConn, true},
 	}
@@ -39,7 +46,7 @@ func TestStatementErrBadConn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mark := tc.pc.sentMark()
 			if tc.send {
-				if _, err := w.Write([]byte("UPDATE")); err != nil {
+				if _, err := tc.pc.wire.Write([]byte("UPDATE")); err != nil {
 					t.Fatal(err)
 				}
 			}

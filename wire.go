@@ -70,6 +70,14 @@ type protocol struct {
 	// b (see ConnectPhaseError).
 	afterDial connectPhase
 	progress  func(p connectPhase, write bool, b []byte) connectPhase
+	// refusedBadConn: the driver returns driver.ErrBadConn for a statement
+	// it has sent only when the server refused the statement, which then
+	// did not run. go-sql-driver/mysql with rejectReadOnly=true does so
+	// for a write the server refused as read-only (1290, 1792, 1836), and
+	// returns driver.ErrBadConn after writing in no other case (its
+	// errBadConnNoWrite); not with multiStatements, where the refusal can
+	// come after a statement of the query that ran. See mysqlRefusals.
+	refusedBadConn bool
 }
 
 var (

@@ -4,10 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/respool/respool"
+	"github.com/respool/respool/integration/servers"
 )
 
 // A caller who moves from the plain driver to respool keeps the driver's
@@ -59,6 +63,69 @@ func TestDeadlineEndedStatementIsAPgconnTimeout(t *testing.T) {
 			}
 			if err := db.QueryRowContext(ctx, "SELECT 1").Scan(new(int)); err != nil {
 				t.Fatalf("after the timeouts: %v", err)
+			}
+		})
+	}
+}
+
+// TestRejectReadOnlyRetriesOnANewConnection: go-sql-driver/mysql's
+// rejectReadOnly=true closes a connection whose write the server refused as
+// read-only (1792, 1290, 1836) and returns driver.ErrBadConn, so that
+// database/sql runs the statement again on a new connection: the refused
+// write did not run. Here the session of the pool's only connection is made
+// read-only (SET SESSION TRANSACTION READ ONLY: its writes fail with 1792),
+// a new session is not: the write succeeds on the retry, once, with either.
+// With multiStatements a refusal can follow a statement that ran (the
+// second of two): the plain driver runs the first one again, respool must
+// not.
+func TestRejectReadOnlyRetriesOnANewConnection(t *testing.T) {
+	ctx := ctxT(t)
+	table := "respool_reject_ro"
+	servers.MustExec(t, ctx, monitor(t, maria), "DROP TABLE IF EXISTS "+table, "CREATE TABLE "+table+" (k VARCHAR(40), n INT)")
+	count := func(k string) int {
+		var n int
+		if err := monitor(t, maria).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", k).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	dbs := map[string]func(keys string) *sql.DB{
+		"mysql": func(keys string) *sql.DB {
+			db := servers.OpenDB(t, "mysql", maria.MySQLDSN()+"&"+keys)
+			db.SetMaxOpenConns(1)
+			return db
+		},
+		"respool": func(keys string) *sql.DB {
+			db, _ := openDB(t, withKeys(maria, keys+"&respool_max_conns=1"))
+			return db
+		},
+	}
+	for name, open := range dbs {
+		t.Run(name, func(t *testing.T) {
+			db := open("rejectReadOnly=true")
+			// A statement without arguments goes as text (COM_QUERY), one
+			// with arguments is prepared first (which the server refuses).
+			for _, args := range [][]any{nil, {1}} {
+				servers.MustExec(t, ctx, db, "SET SESSION TRANSACTION READ ONLY")
+				k := fmt.Sprintf("%s-%d", name, len(args))
+				q := "INSERT INTO " + table + " VALUES ('" + k + "', 1)"
+				if len(args) > 0 {
+					q = "INSERT INTO " + table + " VALUES ('" + k + "', ?)"
+				}
+				if _, err := db.ExecContext(ctx, q, args...); err != nil {
+					t.Errorf("%d arguments: a write refused as read-only, then run on a new connection: %v", len(args), err)
+				}
+				if n := count(k); n != 1 {
+					t.Errorf("%d arguments: the write ran %d times, want 1", len(args), n)
+				}
+			}
+			// The refusal follows a statement that ran: not run again by respool.
+			db = open("rejectReadOnly=true&multiStatements=true")
+			k := name + "-multi"
+			_, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES ('"+k+"', 1); SET SESSION TRANSACTION READ ONLY; INSERT INTO "+table+" VALUES ('"+k+"', 2)")
+			t.Logf("%s: a refusal after a statement that ran: %v; the first statement ran %d times", name, err, count(k))
+			if name == "respool" && (!errors.Is(err, respool.ErrStatementLost) || count(k) != 1) {
+				t.Errorf("a refusal after a statement that ran: %v, the first statement ran %d times; want ErrStatementLost, once", err, count(k))
 			}
 		})
 	}
