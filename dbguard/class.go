@@ -33,6 +33,15 @@ const (
 	// permission, bad data, wrong credentials, a cancelled context). Not a
 	// failure of the database: a breaker ignores it, retrying cannot help.
 	ClassCaller
+	// ClassReadOnly: the server cannot take writes (a standby, a primary
+	// demoted to read-only, MySQL's --read-only): PostgreSQL 25006, MySQL
+	// and MariaDB 1290 (--read-only, --super-read-only), 1792 (a read-only
+	// transaction), 1836 (read-only mode), 1874 (InnoDB read-only). It is a
+	// role of the server, not a fault of the statement: a pool for writes
+	// should leave that server's connections (respool does), and a write
+	// may be sent again on a connection made anew. Not a breaker failure.
+	// A caller's own read-only transaction gets the same codes.
+	ClassReadOnly
 )
 
 var classNames = [...]string{
@@ -43,10 +52,12 @@ var classNames = [...]string{
 	ClassTxRetryable:  "tx-retryable",
 	ClassAmbiguous:    "ambiguous",
 	ClassCaller:       "caller",
+	ClassReadOnly:     "read-only",
 }
 
 // String returns the class's stable lower-case name, as used in logs:
-// none, other, back-pressure, connection, tx-retryable, ambiguous, caller.
+// none, other, back-pressure, connection, tx-retryable, ambiguous, caller,
+// read-only.
 func (c Class) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]

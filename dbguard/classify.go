@@ -122,6 +122,8 @@ func applyRule(v *Classification, r rule, canceled bool) {
 		v.Class, v.NothingSent = ClassAmbiguous, false
 	case ruleCaller:
 		v.Class = ClassCaller
+	case ruleReadOnly:
+		v.Class = ClassReadOnly
 	case ruleStatementCanceled:
 		if canceled {
 			v.Class, v.Canceled = ClassCaller, true

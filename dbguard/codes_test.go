@@ -65,27 +65,27 @@ func TestPostgresCodes(t *testing.T) {
 		{code: "08007", class: dbguard.ClassAmbiguous}, // transaction_resolution_unknown
 		{code: "40003", class: dbguard.ClassAmbiguous}, // statement_completion_unknown
 		// the caller's own
-		{code: "42601", class: dbguard.ClassCaller}, // syntax_error
-		{code: "42501", class: dbguard.ClassCaller}, // insufficient_privilege
-		{code: "42P01", class: dbguard.ClassCaller}, // undefined_table
-		{code: "42703", class: dbguard.ClassCaller}, // undefined_column
-		{code: "23505", class: dbguard.ClassCaller}, // unique_violation
-		{code: "23503", class: dbguard.ClassCaller}, // foreign_key_violation
-		{code: "23502", class: dbguard.ClassCaller}, // not_null_violation
-		{code: "23514", class: dbguard.ClassCaller}, // check_violation
-		{code: "22P02", class: dbguard.ClassCaller}, // invalid_text_representation
-		{code: "22012", class: dbguard.ClassCaller}, // division_by_zero
-		{code: "22001", class: dbguard.ClassCaller}, // string_data_right_truncation
-		{code: "21000", class: dbguard.ClassCaller}, // cardinality_violation
-		{code: "28P01", class: dbguard.ClassCaller}, // invalid_password
-		{code: "28000", class: dbguard.ClassCaller}, // invalid_authorization_specification
-		{code: "3D000", class: dbguard.ClassCaller}, // invalid_catalog_name: no such database
-		{code: "25P02", class: dbguard.ClassCaller}, // in_failed_sql_transaction
-		{code: "25006", class: dbguard.ClassCaller}, // read_only_sql_transaction
-		{code: "40002", class: dbguard.ClassCaller}, // transaction_integrity_constraint_violation
-		{code: "0A000", class: dbguard.ClassCaller}, // feature_not_supported
-		{code: "54001", class: dbguard.ClassCaller}, // statement_too_complex
-		{code: "P0001", class: dbguard.ClassCaller}, // raise_exception
+		{code: "42601", class: dbguard.ClassCaller},   // syntax_error
+		{code: "42501", class: dbguard.ClassCaller},   // insufficient_privilege
+		{code: "42P01", class: dbguard.ClassCaller},   // undefined_table
+		{code: "42703", class: dbguard.ClassCaller},   // undefined_column
+		{code: "23505", class: dbguard.ClassCaller},   // unique_violation
+		{code: "23503", class: dbguard.ClassCaller},   // foreign_key_violation
+		{code: "23502", class: dbguard.ClassCaller},   // not_null_violation
+		{code: "23514", class: dbguard.ClassCaller},   // check_violation
+		{code: "22P02", class: dbguard.ClassCaller},   // invalid_text_representation
+		{code: "22012", class: dbguard.ClassCaller},   // division_by_zero
+		{code: "22001", class: dbguard.ClassCaller},   // string_data_right_truncation
+		{code: "21000", class: dbguard.ClassCaller},   // cardinality_violation
+		{code: "28P01", class: dbguard.ClassCaller},   // invalid_password
+		{code: "28000", class: dbguard.ClassCaller},   // invalid_authorization_specification
+		{code: "3D000", class: dbguard.ClassCaller},   // invalid_catalog_name: no such database
+		{code: "25P02", class: dbguard.ClassCaller},   // in_failed_sql_transaction
+		{code: "25006", class: dbguard.ClassReadOnly}, // read_only_sql_transaction
+		{code: "40002", class: dbguard.ClassCaller},   // transaction_integrity_constraint_violation
+		{code: "0A000", class: dbguard.ClassCaller},   // feature_not_supported
+		{code: "54001", class: dbguard.ClassCaller},   // statement_too_complex
+		{code: "P0001", class: dbguard.ClassCaller},   // raise_exception
 		// a statement the server stopped, the caller's context not known to be cancelled
 		{code: "57014", class: dbguard.ClassOther, timeout: true}, // query_canceled
 		// not recognised: server trouble that is not about connections
@@ -135,6 +135,14 @@ func TestMySQLCodes(t *testing.T) {
 		{mysqlError(1213, "40001", "Deadlock found when trying to get lock; try restarting transaction"), codeCase{class: dbguard.ClassTxRetryable}},
 		{mysqlError(1205, "HY000", "Lock wait timeout exceeded; try restarting transaction"), codeCase{class: dbguard.ClassTxRetryable}},
 		{mysqlError(3572, "HY000", "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set."), codeCase{class: dbguard.ClassTxRetryable}},
+
+		{mysqlError(1290, "HY000", "The MariaDB server is running with the --read-only option so it cannot execute this statement"), codeCase{class: dbguard.ClassReadOnly}},
+		{mysqlError(1290, "HY000", "The MariaDB server is running with the --read-only=ON option so it cannot execute this statement"), codeCase{class: dbguard.ClassReadOnly}},
+		{mysqlError(1290, "HY000", "The MySQL server is running with the --super-read-only option so it cannot execute this statement"), codeCase{class: dbguard.ClassReadOnly}},
+		{mysqlError(1290, "HY000", "The MySQL server is running with the --secure-file-priv option so it cannot execute this statement"), codeCase{class: dbguard.ClassOther}},
+		{mysqlError(1792, "25006", "Cannot execute statement in a READ ONLY transaction"), codeCase{class: dbguard.ClassReadOnly}},
+		{mysqlError(1836, "HY000", "Running in read-only mode"), codeCase{class: dbguard.ClassReadOnly}},
+		{mysqlError(1874, "HY000", "InnoDB is in read only mode"), codeCase{class: dbguard.ClassReadOnly}},
 
 		{mysqlError(1064, "42000", "You have an error in your SQL syntax"), codeCase{class: dbguard.ClassCaller}},
 		{mysqlError(1062, "23000", "Duplicate entry '1' for key 'PRIMARY'"), codeCase{class: dbguard.ClassCaller}},

@@ -55,6 +55,10 @@
 //	tx-retryable: retry the whole transaction
 //	  PostgreSQL  40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available
 //	  MySQL       1213 deadlock, 1205 lock wait timeout, 3572 NOWAIT, 1614 XA deadlock
+//	read-only: the server cannot take writes (a role, not the statement's fault)
+//	  PostgreSQL  25006 read_only_sql_transaction
+//	  MySQL       1290 naming --read-only or --super-read-only, 1792 read-only
+//	              transaction, 1836 read-only mode, 1874 InnoDB read-only
 //	ambiguous: outcome unknown; never retried; counts for the breaker
 //	  PostgreSQL  08007 transaction_resolution_unknown, 40003 statement_completion_unknown
 //	  MySQL       client 2013 lost connection during query

@@ -1,6 +1,10 @@
 package dbguard
 
-import "github.com/go-sql-driver/mysql"
+import (
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
 
 // mysqlRule returns the rule for a MySQL or MariaDB error: by its number
 // first, since some numbers share a SQLSTATE with errors of another class
@@ -32,6 +36,14 @@ func mysqlRule(e *mysql.MySQLError) rule {
 		3572, // ER_LOCK_NOWAIT (MySQL 8)
 		1614: // ER_XA_RBDEADLOCK
 		return ruleTxRetryable
+	case 1792, // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+		1836, // ER_READ_ONLY_MODE
+		1874: // ER_INNODB_READ_ONLY
+		return ruleReadOnly
+	case 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, --super-read-only, or another option
+		if readOnlyOption(e.Message) {
+			return ruleReadOnly
+		}
 	case 1317, // ER_QUERY_INTERRUPTED: KILL QUERY, or the client's cancel
 		1969, // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
 		3024: // ER_QUERY_TIMEOUT (MySQL max_execution_time)
@@ -55,4 +67,12 @@ func mysqlRule(e *mysql.MySQLError) rule {
 		return ruleNone
 	}
 	return sqlstateRule(string(e.SQLState[:]))
+}
+
+// readOnlyOption reports whether a 1290's message names the option that
+// makes the server read-only ("running with the --read-only option",
+// "--super-read-only", MariaDB's "--read-only=ON"), rather than another
+// option (--secure-file-priv, --skip-grant-tables, ...).
+func readOnlyOption(msg string) bool {
+	return strings.Contains(msg, "read-only") || strings.Contains(msg, "read_only")
 }

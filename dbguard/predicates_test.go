@@ -144,7 +144,7 @@ func TestString(t *testing.T) {
 	for c, want := range map[dbguard.Class]string{
 		dbguard.ClassNone: "none", dbguard.ClassOther: "other", dbguard.ClassBackPressure: "back-pressure",
 		dbguard.ClassConnection: "connection", dbguard.ClassTxRetryable: "tx-retryable",
-		dbguard.ClassAmbiguous: "ambiguous", dbguard.ClassCaller: "caller", dbguard.Class(42): "Class(42)",
+		dbguard.ClassAmbiguous: "ambiguous", dbguard.ClassCaller: "caller", dbguard.ClassReadOnly: "read-only", dbguard.Class(42): "Class(42)",
 	} {
 		if got := c.String(); got != want {
 			t.Errorf("Class(%d).String() = %q, want %q", c, got, want)

@@ -14,4 +14,5 @@ const (
 	ruleAmbiguous                     // outcome unknown
 	ruleCaller                        // the caller's own error
 	ruleStatementCanceled             // the server stopped the statement: the caller's cancel or a timeout
+	ruleReadOnly                      // the server cannot take writes
 )

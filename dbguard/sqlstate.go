@@ -25,6 +25,8 @@ func sqlstateRule(code string) rule {
 		return ruleTxRetryable
 	case "40002": // transaction_integrity_constraint_violation (a deferred constraint at COMMIT)
 		return ruleCaller
+	case "25006": // read_only_sql_transaction: a standby, default_transaction_read_only, or MySQL's 1792
+		return ruleReadOnly
 	case "57014": // query_canceled: a cancel request or statement_timeout
 		return ruleStatementCanceled
 	}
