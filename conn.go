@@ -38,6 +38,7 @@ type conn struct {
 	pc     *physConn                // the attached connection; nil while detached
 	inner  driver.Conn              // pc's real connection; nil while detached
 	broken bool                     // the attached connection failed with driver.ErrBadConn
+	inTx   bool                     // a transaction of the real driver is open on the attached connection
 	closed bool
 	// takeErr is why the last take (ResetSession) gave the detached conn no
 	// connection: its calls return it (see attach).
@@ -159,7 +160,7 @@ func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
 func (c *conn) release() error {
 	h, broken := c.h, c.broken
 	c.pc.shell.Store(nil)
-	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
+	c.h, c.pc, c.inner, c.broken, c.inTx = pool.Handle[driver.Conn]{}, nil, nil, false, false
 	c.lent.Store(false)
 	switch {
 	case h == (pool.Handle[driver.Conn]{}): // lent to rows
@@ -268,6 +269,7 @@ func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
 	if err != nil {
 		return nil, c.check(err)
 	}
+	c.inTx = true
 	return tx{c: c, inner: t}, nil
 }
 
@@ -313,7 +315,7 @@ func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T
 	}
 	mark := c.pc.sentMark()
 	r, err := run()
-	err = c.pc.statementErr(ctx, mark, err)
+	err = c.leaveReadOnly(mark, c.pc.statementErr(ctx, mark, err))
 	c.c.guard.Exit(ctx, p, err)
 	return r, c.check(err)
 }

@@ -27,6 +27,8 @@ type Connector struct {
 	stmts stmtRegistry // open statements, by query
 
 	attempts attemptSet // the connection attempts under way
+
+	role *serverRole // nil for a DSN that asks for reads (see forReads)
 }
 
 var (
@@ -89,6 +91,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 	}
 	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	if !forReads(cfg) {
+		c.role = new(serverRole)
+	}
 	hooks := &connHooks{
 		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,
 		beforeAcquire: cfg.BeforeAcquire, afterRelease: cfg.AfterRelease,
@@ -104,7 +109,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
-		guard: c.guard, attempts: &c.attempts}
+		guard: c.guard, attempts: &c.attempts, role: c.role}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
 		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {

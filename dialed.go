@@ -125,5 +125,6 @@ func orDefault(d, def time.Duration) time.Duration {
 func mysqlRefusals(mc *mysql.Config) protocol {
 	p := mysqlProtocol
 	p.refusedBadConn = mc.RejectReadOnly && !mc.MultiStatements
+	p.multiStatements = mc.MultiStatements
 	return p
 }

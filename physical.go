@@ -29,6 +29,9 @@ type physConn struct {
 	// wire is the connection's socket when respool dialed it (pgx and
 	// go-sql-driver/mysql from a DSN; see wireConn); nil otherwise.
 	wire *wireConn
+
+	gen    uint64 // the serverRole generation the connection was made in
+	served bool   // it was taken from idle, or a statement ran on it (see conn.leaveReadOnly)
 }
 
 // physFactory is the pool's factory: connFactory's life cycle applied to
@@ -42,6 +45,7 @@ type physFactory struct {
 	// attempts is the Connector's connection attempts under way (nil: not
 	// tracked).
 	attempts *attemptSet
+	role     *serverRole // the Connector's; nil for a pool for reads
 }
 
 // create makes a connection through guarded, the guard's creation path
@@ -53,12 +57,16 @@ type physFactory struct {
 func (f physFactory) create(ctx context.Context, guarded func(context.Context) (driver.Conn, error)) (driver.Conn, error) {
 	ctx, dials := withDialLog(ctx)
 	f.attempts.track(dials)
+	var gen uint64
+	if f.role != nil {
+		gen = f.role.gen.Load() // before the dial: a refusal during it makes the connection old
+	}
 	c, err := guarded(ctx)
 	f.attempts.end(dials)
 	if err != nil {
 		return nil, err
 	}
-	return &physConn{Conn: c, wire: dials.adopt()}, nil
+	return &physConn{Conn: c, wire: dials.adopt(), gen: gen}, nil
 }
 
 // dial is one attempt of the real driver; its failure is told to the
@@ -158,6 +166,10 @@ func (f physFactory) poolFactory() pool.Factory[driver.Conn] {
 // that could not be reset is not safe to hand out.
 func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
+	if f.role != nil && pc.gen != f.role.gen.Load() {
+		return errLeftReadOnly
+	}
+	pc.served = true
 	if err := resetSession(ctx, pc.Conn); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ func (t tx) Rollback() error { return t.end(t.inner.Rollback) }
 func (t tx) end(f func() error) error {
 	locked := t.c.lock()
 	defer t.c.unlock(locked)
+	t.c.inTx = false
 	if t.c.reclaimed {
 		return errReclaimed
 	}

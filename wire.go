@@ -78,6 +78,10 @@ type protocol struct {
 	// errBadConnNoWrite); not with multiStatements, where the refusal can
 	// come after a statement of the query that ran. See mysqlRefusals.
 	refusedBadConn bool
+	// multiStatements: a query may hold several statements, so a refusal
+	// may follow statements of it that ran (go-sql-driver/mysql's
+	// multiStatements).
+	multiStatements bool
 }
 
 var (
