@@ -40,6 +40,12 @@ type conn struct {
 	broken bool                     // the attached connection failed with driver.ErrBadConn
 	inTx   bool                     // a transaction of the real driver is open on the attached connection
 	closed bool
+	// txReadOnly: that transaction was begun with TxOptions.ReadOnly, so
+	// a refusal as read-only in it is the caller's (see leaveReadOnly).
+	txReadOnly bool
+	// txRefusal is a write refused as read-only in that transaction, to
+	// be looked into when it ends (see leaveReadOnlyAfterTx); else nil.
+	txRefusal error
 	// takeErr is why the last take (ResetSession) gave the detached conn no
 	// connection: its calls return it (see attach).
 	takeErr error
@@ -160,7 +166,8 @@ func (c *conn) setAttached(h pool.Handle[driver.Conn]) {
 func (c *conn) release() error {
 	h, broken := c.h, c.broken
 	c.pc.shell.Store(nil)
-	c.h, c.pc, c.inner, c.broken, c.inTx = pool.Handle[driver.Conn]{}, nil, nil, false, false
+	c.h, c.pc, c.inner, c.broken = pool.Handle[driver.Conn]{}, nil, nil, false
+	c.inTx, c.txReadOnly, c.txRefusal = false, false, nil
 	c.lent.Store(false)
 	switch {
 	case h == (pool.Handle[driver.Conn]{}): // lent to rows
@@ -261,15 +268,15 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		t, err = c.inner.Begin()
 	}
 	c.c.guard.Exit(ctx, p, err)
-	return c.tx(t, err)
+	return c.tx(t, opts.ReadOnly, err)
 }
 
 // tx wraps the real driver's transaction, to watch it for driver.ErrBadConn.
-func (c *conn) tx(t driver.Tx, err error) (driver.Tx, error) {
+func (c *conn) tx(t driver.Tx, readOnly bool, err error) (driver.Tx, error) {
 	if err != nil {
 		return nil, c.check(err)
 	}
-	c.inTx = true
+	c.inTx, c.txReadOnly = true, readOnly
 	return tx{c: c, inner: t}, nil
 }
 
@@ -315,7 +322,7 @@ func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T
 	}
 	mark := c.pc.sentMark()
 	r, err := run()
-	err = c.leaveReadOnly(mark, c.pc.statementErr(ctx, mark, err))
+	err = c.leaveReadOnly(ctx, mark, c.pc.statementErr(ctx, mark, err))
 	c.c.guard.Exit(ctx, p, err)
 	return r, c.check(err)
 }

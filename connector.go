@@ -92,7 +92,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
 	if !forReads(cfg) {
-		c.role = new(serverRole)
+		c.role = &serverRole{connector: base}
 	}
 	hooks := &connHooks{
 		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,

@@ -1,13 +1,17 @@
 package respool
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/dbguard"
@@ -16,9 +20,10 @@ import (
 // serverRole is what a Connector for writes knows of its server's role. A
 // write the server refused as read-only (dbguard.ClassReadOnly; or
 // go-sql-driver/mysql's driver.ErrBadConn under rejectReadOnly=true) on a
-// connection of the current generation means that every connection made
-// so far goes to a server that takes no writes: the generation moves on,
-// the refused connection is closed as it is given back, and every
+// connection of the current generation, when the server takes no writes
+// from any session (see conn.serverReadOnly), means that every connection
+// made so far goes to a server that takes no writes: the generation moves
+// on, the refused connection is closed as it is given back, and every
 // connection of an older generation is closed when it is next taken from
 // idle (physFactory.beforeHandOut), without a statement. New connections
 // are dialed from the DSN again: with several hosts and
@@ -28,6 +33,10 @@ import (
 // read-only server is what it wants.
 type serverRole struct {
 	gen atomic.Uint64 // the current generation
+	// connector makes the connection that asks the server its state when
+	// the refused one is gone (rejectReadOnly: the driver closed it).
+	connector driver.Connector
+	checking  atomic.Bool // such a connection is under way
 }
 
 // refused notes a refusal as read-only on a connection of generation gen.
@@ -90,23 +99,145 @@ func (e *retryElsewhere) Unwrap() []error { return []error{e.err, driver.ErrBadC
 // leaveReadOnly returns err, the error of a statement that began when the
 // attached connection's socket had been sent mark bytes, as the caller
 // gets it. A write the server refused as read-only, on a Connector for
-// writes, closes the connection as it is given back and moves the
-// Connector's generation on (see serverRole); it is run again elsewhere
-// (retryElsewhere) when it certainly did not run and a new connection may
-// find a writable server: outside a transaction, one statement a query,
-// on a connection that served before, taken from idle or after a
-// statement (a new one was refused by the server the DSN finds now).
-func (c *conn) leaveReadOnly(mark uint64, err error) error {
+// writes, when the server takes no writes from any session (not only the
+// caller's read-only transaction or session: see serverReadOnly), closes
+// the connection as it is given back and moves the Connector's generation
+// on (see serverRole); it is run again elsewhere (retryElsewhere) when it
+// certainly did not run and a new connection may find a writable server:
+// outside a transaction, one statement a query, on a connection that
+// served before, taken from idle or after a statement (a new one was
+// refused by the server the DSN finds now). A refusal in a transaction
+// begun with TxOptions.ReadOnly is the caller's: nothing is asked; one in
+// another transaction is asked about when the transaction has ended
+// (leaveReadOnlyAfterTx), since PostgreSQL answers nothing in a
+// transaction that failed.
+func (c *conn) leaveReadOnly(ctx context.Context, mark uint64, err error) error {
 	pc, r := c.pc, c.c.role
 	served := pc.served
 	pc.served = true
-	if err == nil || r == nil || !pc.refusedReadOnly(mark, err) {
+	if err == nil || r == nil || c.txReadOnly || !pc.refusedReadOnly(mark, err) {
+		return err
+	}
+	if isBadConn(err) { // rejectReadOnly: the driver closed the connection, database/sql runs the write again
+		r.checkAfterBadConn(ctx, pc.gen, c.c.testTimeout)
+		return err
+	}
+	if c.inTx {
+		c.txRefusal = err
+		return err
+	}
+	if !c.serverReadOnly(ctx, err) {
 		return err
 	}
 	c.broken = true
 	r.refused(pc.gen)
-	if served && !c.inTx && !isBadConn(err) && pc.wire != nil && !pc.wire.proto.multiStatements {
+	if served && pc.wire != nil && !pc.wire.proto.multiStatements {
 		return &retryElsewhere{err: err}
 	}
 	return err
+}
+
+// leaveReadOnlyAfterTx asks the server, once a transaction in which a
+// write was refused as read-only has ended, whether it takes writes from
+// any session (see leaveReadOnly). Its time is bounded by the pool's
+// TestTimeout.
+func (c *conn) leaveReadOnlyAfterTx() {
+	refusal := c.txRefusal
+	c.txRefusal = nil
+	if refusal == nil || c.pc == nil {
+		return
+	}
+	if c.serverReadOnly(context.Background(), refusal) {
+		c.broken = true
+		c.c.role.refused(c.pc.gen)
+	}
+}
+
+// The statements that ask a server whether it takes writes from any
+// session, whatever the asking session set for itself: PostgreSQL's
+// reset_val is the value a new session of this user and database starts
+// with (the server's configuration, reloaded, and ALTER ROLE or DATABASE
+// SET), not the session's own SET; MySQL's and MariaDB's global variables
+// are the server's.
+const (
+	pgReadOnlyQuery    = "SELECT pg_is_in_recovery() OR reset_val = 'on' FROM pg_settings WHERE name = 'default_transaction_read_only'"
+	mysqlReadOnlyQuery = "SELECT @@global.read_only OR @@global.innodb_read_only"
+)
+
+// serverReadOnly reports whether the attached connection's server takes no
+// writes from any session, after err, a refusal as read-only: a MySQL or MariaDB refusal by
+// --read-only (1290), read-only mode (1836) or InnoDB read-only (1874)
+// says so; for PostgreSQL's 25006 and MySQL's 1792, which a caller's own
+// read-only transaction or session gets too, the server is asked on the
+// connection, within ctx and the pool's TestTimeout. A question that fails
+// is taken for no: the connection is closed if the server did not answer.
+func (c *conn) serverReadOnly(ctx context.Context, err error) bool {
+	var myErr *mysql.MySQLError
+	query := pgReadOnlyQuery
+	if errors.As(err, &myErr) {
+		if myErr.Number != 1792 { // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+			return true
+		}
+		query = mysqlReadOnlyQuery
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.c.testTimeout)
+	defer cancel()
+	on, err := queryBool(ctx, c.inner, query)
+	if err != nil && !errors.As(err, new(*pgconn.PgError)) && !errors.As(err, new(*mysql.MySQLError)) {
+		c.broken = true
+	}
+	return on
+}
+
+// checkAfterBadConn asks a new connection whether the server of a
+// connection of generation gen, which go-sql-driver/mysql closed on a
+// refusal as read-only (rejectReadOnly=true), takes writes from any
+// session, within ctx and timeout. One question is asked at a time:
+// refusals while it is under way leave the answer to it.
+func (r *serverRole) checkAfterBadConn(ctx context.Context, gen uint64, timeout time.Duration) {
+	if r.gen.Load() != gen || !r.checking.CompareAndSwap(false, true) {
+		return
+	}
+	defer r.checking.Store(false)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := r.connector.Connect(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if on, _ := queryBool(ctx, conn, mysqlReadOnlyQuery); on {
+		r.refused(gen)
+	}
+}
+
+// queryBool runs query, which returns one boolean, on conn.
+func queryBool(ctx context.Context, conn driver.Conn, query string) (bool, error) {
+	qc, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return false, fmt.Errorf("respool: %T does not implement driver.QueryerContext", conn)
+	}
+	rows, err := qc.QueryContext(ctx, query, nil)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if n := len(rows.Columns()); n != 1 {
+		return false, fmt.Errorf("respool: %s: %d columns", query, n)
+	}
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return false, err
+	}
+	switch v := dest[0].(type) {
+	case bool:
+		return v, nil
+	case int64:
+		return v != 0, nil
+	case []byte:
+		return string(v) == "1", nil
+	case string:
+		return v == "1", nil
+	}
+	return false, fmt.Errorf("respool: %s: a %T", query, dest[0])
 }

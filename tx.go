@@ -6,7 +6,8 @@ import (
 )
 
 // tx is the real driver's transaction, watched for driver.ErrBadConn so
-// that a connection that died in Commit or Rollback is not reused. A
+// that a connection that died in Commit or Rollback is not reused, and for
+// a write refused as read-only in it (see conn.leaveReadOnlyAfterTx). A
 // driver.ErrBadConn after COMMIT or ROLLBACK was sent becomes
 // ErrStatementLost, as for any statement: whoever reads it (RunInTx) must
 // not take it for a transaction that certainly did not commit.
@@ -22,7 +23,7 @@ func (t tx) Rollback() error { return t.end(t.inner.Rollback) }
 func (t tx) end(f func() error) error {
 	locked := t.c.lock()
 	defer t.c.unlock(locked)
-	t.c.inTx = false
+	t.c.inTx, t.c.txReadOnly = false, false
 	if t.c.reclaimed {
 		return errReclaimed
 	}
@@ -31,5 +32,9 @@ func (t tx) end(f func() error) error {
 		return t.c.check(f())
 	}
 	mark := pc.sentMark()
-	return t.c.check(pc.statementErr(context.Background(), mark, f()))
+	err := t.c.check(pc.statementErr(context.Background(), mark, f()))
+	if err == nil {
+		t.c.leaveReadOnlyAfterTx()
+	}
+	return err
 }

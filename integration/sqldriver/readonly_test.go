@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -46,17 +49,7 @@ func TestDemotedPrimaryWritesMoveToTheWritableServer(t *testing.T) {
 		warm(t, ctx, db, poolSize) // every connection to the first server, the writable one
 	}
 
-	admin := monitor(t, pg)
-	setReadOnly := func(on string) {
-		servers.MustExec(t, ctx, admin, "ALTER SYSTEM SET default_transaction_read_only = "+on, "SELECT pg_reload_conf()")
-		servers.WaitFor(t, ctx, "default_transaction_read_only "+on, func() (bool, error) {
-			var v string
-			err := admin.QueryRowContext(ctx, "SHOW default_transaction_read_only").Scan(&v)
-			return v == on, err
-		})
-	}
-	setReadOnly("on")
-	t.Cleanup(func() { setReadOnly("off") })
+	demote(t, ctx, pg)
 
 	rows := func(s *servers.Server, who string) int {
 		var n int
@@ -103,4 +96,162 @@ func TestDemotedPrimaryWritesMoveToTheWritableServer(t *testing.T) {
 				failed, first, onSecond, writers*writes)
 		}
 	}
+}
+
+// demote makes s read-only for the test user until the test ends, as a
+// demoted primary is: PostgreSQL's default_transaction_read_only on for
+// the server (ALTER SYSTEM, reloaded: every session's writes get 25006),
+// MariaDB's read_only (SET GLOBAL by root: the test user, who is not
+// SUPER, gets 1290).
+func demote(t *testing.T, ctx context.Context, s *servers.Server) {
+	t.Helper()
+	admin, err := sql.Open(s.DriverName(), s.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.SetMaxOpenConns(1)
+	set := func(on bool) {
+		if s.Kind != servers.KindPostgres {
+			servers.MustExec(t, ctx, admin, fmt.Sprintf("SET GLOBAL read_only = %t", on))
+			return
+		}
+		v := map[bool]string{true: "on", false: "off"}[on]
+		servers.MustExec(t, ctx, admin, "ALTER SYSTEM SET default_transaction_read_only = "+v, "SELECT pg_reload_conf()")
+		mon := monitor(t, s) // a new session sees the reloaded setting
+		servers.WaitFor(t, ctx, "default_transaction_read_only "+v, func() (bool, error) {
+			var got string
+			err := mon.QueryRowContext(ctx, "SHOW default_transaction_read_only").Scan(&got)
+			return got == v, err
+		})
+	}
+	set(true)
+	t.Cleanup(func() {
+		set(false)
+		_ = admin.Close()
+	})
+}
+
+// readOnlyCode returns the server's code of err when it is a refusal as
+// read-only (PostgreSQL "25006", MariaDB "1792" or "1290"), else "".
+func readOnlyCode(err error) string {
+	var pgErr *pgconn.PgError
+	var myErr *mysql.MySQLError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "25006":
+		return pgErr.Code
+	case errors.As(err, &myErr) && (myErr.Number == 1792 || myErr.Number == 1290):
+		return strconv.Itoa(int(myErr.Number))
+	}
+	return ""
+}
+
+// destroyed returns how many connections the pool has closed, for any
+// reason.
+func destroyed(c *respool.Connector) uint64 {
+	d := c.Stats().Destroys
+	return d.Invalid + d.Idle + d.Lifetime + d.TestFailed + d.Discarded + d.Leaked + d.Closed + d.Late +
+		d.Rejected + d.Evicted + d.Yielded
+}
+
+// TestCallerReadOnlyKeepsThePool: a write refused because the caller made
+// its own transaction or session read-only gets the server's error
+// (PostgreSQL 25006, MariaDB 1792), as with the plain driver, and the
+// server is not taken for a demoted one: no connection is closed, the
+// caller's *sql.Conn keeps its session. A server made read-only for
+// everyone (PostgreSQL's default_transaction_read_only on for the server,
+// MariaDB's read_only, 1290 for a user who is not SUPER) still retires
+// every connection made before.
+func TestCallerReadOnlyKeepsThePool(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *servers.Server) {
+		ctx := ctxT(t)
+		const poolSize = 4
+		table := "respool_caller_ro"
+		servers.MustExec(t, ctx, monitor(t, s), "DROP TABLE IF EXISTS "+table, "CREATE TABLE "+table+" (k VARCHAR(40))")
+		insert := "INSERT INTO " + table + " VALUES ('x')"
+		sessionRO, sessionRW, want := "SET default_transaction_read_only = on", "RESET default_transaction_read_only", "25006"
+		if s.Kind != servers.KindPostgres {
+			sessionRO, sessionRW, want = "SET SESSION TRANSACTION READ ONLY", "SET SESSION TRANSACTION READ WRITE", "1792"
+		}
+		db, c := openDB(t, withKeys(s, fmt.Sprintf("respool_max_conns=%d", poolSize)))
+		warm(t, ctx, db, poolSize)
+		creates, destroys := c.Stats().Creates, destroyed(c)
+		refused := func(what string, err error) {
+			t.Helper()
+			if code := readOnlyCode(err); code != want {
+				t.Errorf("%s: %v; want the server's %s", what, err, want)
+			}
+		}
+
+		// The caller's read-only transaction.
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.ExecContext(ctx, insert)
+		refused("a write in a read-only transaction", err)
+		if err := tx.Rollback(); err != nil {
+			t.Errorf("Rollback: %v", err)
+		}
+
+		// The caller's read-only session, outside a transaction and in one.
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers.MustExec(t, ctx, conn, sessionRO)
+		_, err = conn.ExecContext(ctx, insert)
+		refused("a write on a read-only session", err)
+		if tx, err = conn.BeginTx(ctx, nil); err != nil {
+			t.Errorf("BeginTx on the session after the refusal: %v", err)
+		} else {
+			_, err = tx.ExecContext(ctx, insert)
+			refused("a write in a transaction of a read-only session", err)
+			if err := tx.Rollback(); err != nil {
+				t.Errorf("Rollback: %v", err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, sessionRW); err != nil {
+			t.Errorf("the session after the refusals: %v", err)
+		}
+		if _, err := conn.ExecContext(ctx, insert); err != nil {
+			t.Errorf("a write on the session made writable again: %v", err)
+		}
+		_ = conn.Close() // its error was reported above
+
+		warm(t, ctx, db, poolSize)
+		if _, err := db.ExecContext(ctx, insert); err != nil {
+			t.Errorf("a write after the refusals: %v", err)
+		}
+		if n, d := c.Stats().Creates-creates, destroyed(c)-destroys; n != 0 || d != 0 {
+			t.Errorf("after the caller's own refusals the pool made %d connections and closed %d; want 0 and 0", n, d)
+		}
+
+		// The server made read-only for everyone: a refusal in a
+		// transaction, then one outside, each retires the connections made
+		// before.
+		demote(t, ctx, s)
+		if tx, err = db.BeginTx(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.ExecContext(ctx, insert)
+		if readOnlyCode(err) == "" {
+			t.Errorf("a write in a transaction on the demoted server: %v; want the server's refusal", err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Errorf("Rollback: %v", err)
+		}
+		warm(t, ctx, db, poolSize)
+		if d := destroyed(c) - destroys; d < poolSize {
+			t.Errorf("the server demoted, a refusal in a transaction: %d connections closed; want the %d made before", d, poolSize)
+		}
+		destroys = destroyed(c)
+		_, err = db.ExecContext(ctx, insert)
+		if readOnlyCode(err) == "" {
+			t.Errorf("a write on the demoted server: %v; want the server's refusal", err)
+		}
+		warm(t, ctx, db, poolSize)
+		if d := destroyed(c) - destroys; d < poolSize {
+			t.Errorf("the server demoted, a refusal: %d connections closed; want the %d made before", d, poolSize)
+		}
+	})
 }
