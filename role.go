@@ -114,7 +114,9 @@ func (e *retryElsewhere) Unwrap() []error { return []error{e.err, driver.ErrBadC
 func (c *conn) leaveReadOnly(ctx context.Context, mark uint64, err error) error {
 	pc, r := c.pc, c.c.role
 	served := pc.served
-	pc.served = true
+	if err != driver.ErrSkip { // database/sql prepares instead: nothing ran
+		pc.served = true
+	}
 	if err == nil || r == nil || c.txReadOnly || !pc.refusedReadOnly(mark, err) {
 		return err
 	}

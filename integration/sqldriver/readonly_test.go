@@ -105,11 +105,7 @@ func TestDemotedPrimaryWritesMoveToTheWritableServer(t *testing.T) {
 // SUPER, gets 1290).
 func demote(t *testing.T, ctx context.Context, s *servers.Server) {
 	t.Helper()
-	admin, err := sql.Open(s.DriverName(), s.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin.SetMaxOpenConns(1)
+	admin := adminDB(t, s)
 	set := func(on bool) {
 		if s.Kind != servers.KindPostgres {
 			servers.MustExec(t, ctx, admin, fmt.Sprintf("SET GLOBAL read_only = %t", on))
@@ -125,10 +121,20 @@ func demote(t *testing.T, ctx context.Context, s *servers.Server) {
 		})
 	}
 	set(true)
-	t.Cleanup(func() {
-		set(false)
-		_ = admin.Close()
-	})
+	t.Cleanup(func() { set(false) })
+}
+
+// adminDB opens s's AdminDSN; the *sql.DB is closed when the test ends
+// (after the cleanups registered later).
+func adminDB(t *testing.T, s *servers.Server) *sql.DB {
+	t.Helper()
+	admin, err := sql.Open(s.DriverName(), s.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = admin.Close() })
+	return admin
 }
 
 // readOnlyCode returns the server's code of err when it is a refusal as
@@ -254,4 +260,92 @@ func TestCallerReadOnlyKeepsThePool(t *testing.T) {
 			t.Errorf("the server demoted, a refusal: %d connections closed; want the %d made before", d, poolSize)
 		}
 	})
+}
+
+// TestMariaDBReadOnlyServer: MariaDB made read-only for everyone (SET
+// GLOBAL read_only=1 by root) refuses the writes of the test user, who is
+// not SUPER, with 1290. Through respool, with and without
+// go-sql-driver/mysql's rejectReadOnly, the caller gets the plain driver's
+// error (1290 without rejectReadOnly, driver.ErrBadConn with it, never
+// ErrStatementLost), every connection made before is closed, and once
+// read_only is off again the next write succeeds (a refusal is no breaker
+// failure). The plain driver beside it keeps its connections. Without
+// rejectReadOnly a refused write is run again at most once, on a new
+// connection (with it, database/sql retries driver.ErrBadConn as it does
+// for the plain driver).
+func TestMariaDBReadOnlyServer(t *testing.T) {
+	ctx := ctxT(t)
+	const poolSize, writes = 4, 20
+	table := "respool_maria_ro"
+	servers.MustExec(t, ctx, monitor(t, maria), "DROP TABLE IF EXISTS "+table, "CREATE TABLE "+table+" (k VARCHAR(40))")
+	type pool struct {
+		name string
+		db   *sql.DB
+		c    *respool.Connector // nil for the plain driver
+	}
+	var pools []pool
+	for _, keys := range []string{"rejectReadOnly=false", "rejectReadOnly=true"} {
+		plain := servers.OpenDB(t, "mysql", maria.MySQLDSN()+"&"+keys)
+		plain.SetMaxOpenConns(poolSize)
+		plain.SetMaxIdleConns(poolSize)
+		rp, c := openDB(t, withKeys(maria, fmt.Sprintf("%s&respool_max_conns=%d", keys, poolSize)))
+		pools = append(pools, pool{"mysql " + keys, plain, nil}, pool{"respool " + keys, rp, c})
+	}
+	destroys := make([]uint64, len(pools))
+	for i, p := range pools {
+		warm(t, ctx, p.db, poolSize)
+		if p.c != nil {
+			destroys[i] = destroyed(p.c)
+		}
+	}
+	mon := monitor(t, maria)
+	before, err := maria.CountConnections(ctx, mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	insert := "INSERT INTO " + table + " VALUES (?)"
+	demote(t, ctx, maria)
+	for i, p := range pools {
+		var failed int
+		var last error
+		for range writes {
+			if _, err := p.db.ExecContext(ctx, insert, p.name); err != nil {
+				failed, last = failed+1, err
+			}
+		}
+		t.Logf("%s: %d of %d writes failed on the read-only server; last: %v", p.name, failed, writes, last)
+		if p.c == nil {
+			continue
+		}
+		warm(t, ctx, p.db, poolSize)
+		d := destroyed(p.c) - destroys[i]
+		t.Logf("%s: %d connections closed", p.name, d)
+		switch {
+		case failed != writes:
+			t.Errorf("%s: %d of %d writes failed on the read-only server; want all", p.name, failed, writes)
+		case errors.Is(last, respool.ErrStatementLost):
+			t.Errorf("%s: %v; want the plain driver's error", p.name, last)
+		case p.name == "respool rejectReadOnly=false" && readOnlyCode(last) != "1290":
+			t.Errorf("%s: %v; want the server's 1290", p.name, last)
+		case d < poolSize:
+			t.Errorf("%s: %d connections closed; want the %d made before the server became read-only", p.name, d, poolSize)
+		case p.name == "respool rejectReadOnly=false" && d > poolSize+writes:
+			// A write refused on a connection made for it is not run
+			// again: one new connection a write, not one per retry.
+			t.Errorf("%s: %d connections closed for %d writes; want at most %d", p.name, d, writes, poolSize+writes)
+		}
+	}
+	after, err := maria.CountConnections(ctx, mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server sessions of the test user: %d before, %d after (4 pools of %d)", before, after, poolSize)
+
+	servers.MustExec(t, ctx, adminDB(t, maria), "SET GLOBAL read_only = 0")
+	for _, p := range pools {
+		if _, err := p.db.ExecContext(ctx, insert, p.name); err != nil {
+			t.Errorf("%s: the first write once the server takes writes again: %v", p.name, err)
+		}
+	}
 }
