@@ -58,7 +58,14 @@ func sleepQuery(s *servers.Server, seconds string) string {
 // connections.
 func monitor(t *testing.T, s *servers.Server) *sql.DB {
 	t.Helper()
-	db, err := sql.Open(s.DriverName(), s.DSN())
+	return openOne(t, s.DriverName(), s.DSN())
+}
+
+// openOne opens dsn with the plain driver, one connection at most; the
+// *sql.DB is closed when the test ends.
+func openOne(t *testing.T, driverName, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

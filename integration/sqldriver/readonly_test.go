@@ -128,13 +128,7 @@ func demote(t *testing.T, ctx context.Context, s *servers.Server) {
 // (after the cleanups registered later).
 func adminDB(t *testing.T, s *servers.Server) *sql.DB {
 	t.Helper()
-	admin, err := sql.Open(s.DriverName(), s.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin.SetMaxOpenConns(1)
-	t.Cleanup(func() { _ = admin.Close() })
-	return admin
+	return openOne(t, s.DriverName(), s.AdminDSN())
 }
 
 // readOnlyCode returns the server's code of err when it is a refusal as
