@@ -1,6 +1,7 @@
 package respool
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -10,10 +11,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
 )
 
 // Connector is a driver.Connector whose connections come from a respool
@@ -28,7 +31,8 @@ type Connector struct {
 
 	attempts attemptSet // the connection attempts under way
 
-	role *serverRole // nil for a DSN that asks for reads (see forReads)
+	role  *serverRole   // nil for a DSN that asks for reads (see forReads)
+	watch *primaryWatch // nil but for a pgx DSN for writes with several hosts
 }
 
 var (
@@ -108,8 +112,13 @@ func newConnector(cfg Config, text *dsnform.Text,
 		}
 		return nil, fmt.Errorf("%w: Resilience: %w", ErrInvalidConfig, err)
 	}
+	if c.role != nil {
+		if c.watch = newPrimaryWatch(cfg, cmp.Or(pc.Clock, clock.System()), pc.Name, hooks.logger); c.watch != nil {
+			c.watch.found = c.writableFound
+		}
+	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
-		guard: c.guard, attempts: &c.attempts, role: c.role}
+		guard: c.guard, attempts: &c.attempts, role: c.role, watch: c.watch}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
 		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {
@@ -279,7 +288,25 @@ func (c *Connector) Close() error {
 
 // retire is what closing c does besides closing its pool (which a Group
 // closes for all its members at once): its guard's pause timer stops.
-func (c *Connector) retire() { c.guard.Close() }
+func (c *Connector) retire() {
+	c.guard.Close()
+	if c.watch != nil {
+		c.watch.close()
+	}
+}
+
+// writableFound is called when the watch of the DSN's hosts finds one that
+// takes writes after none did: a circuit that is not closed half-opens
+// afresh, so that the next connection attempt goes through now rather than
+// after the open delay the failed attempts set (or after a half-open
+// spell that began long ago, whose HalfOpenMaxWait would reopen it).
+func (c *Connector) writableFound() {
+	if b := c.guard.Breaker(); b != nil {
+		if s := b.State(); s == breaker.Open || s == breaker.HalfOpen {
+			_ = b.TransitionTo(breaker.HalfOpen)
+		}
+	}
+}
 
 func driverLabel(cfg Config) string {
 	if cfg.Connector != nil {

@@ -101,6 +101,7 @@ func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.
 // pgxdial.StartedCancelsOnly). A dial with the attempt's context is the
 // attempt's own.
 func startedCancelsOnly(ctx context.Context, cc *pgx.ConnConfig) error {
+	preferHost(ctx, &cc.Config)
 	if attempt, _ := ctx.Value(dialLogKey{}).(*dialLog); attempt != nil {
 		_, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
 		attempt.enter(addr, phaseDial) // pgx resolves the host before it dials

@@ -45,7 +45,8 @@ type physFactory struct {
 	// attempts is the Connector's connection attempts under way (nil: not
 	// tracked).
 	attempts *attemptSet
-	role     *serverRole // the Connector's; nil for a pool for reads
+	role     *serverRole   // the Connector's; nil for a pool for reads
+	watch    *primaryWatch // the Connector's; nil but for several hosts for writes
 }
 
 // create makes a connection through guarded, the guard's creation path
@@ -71,11 +72,27 @@ func (f physFactory) create(ctx context.Context, guarded func(context.Context) (
 
 // dial is one attempt of the real driver; its failure is told to the
 // attempts under way with the attempt's dialLog (see create).
+//
+// With several hosts for writes, the watch of the hosts (primaryWatch)
+// refuses the attempt while none takes writes, names the one that does to
+// dial first, and starts on a failure.
 func (f physFactory) dial(ctx context.Context) (driver.Conn, error) {
+	if f.watch != nil {
+		if err := f.watch.admit(); err != nil {
+			return nil, err
+		}
+		ctx = f.watch.prefer(ctx)
+	}
 	c, err := f.real.create(ctx)
 	if err != nil {
+		if f.watch != nil && ctx.Err() == nil {
+			f.watch.failed()
+		}
 		dials, _ := ctx.Value(dialLogKey{}).(*dialLog)
 		return nil, f.attempts.failed(dials, err)
+	}
+	if f.watch != nil {
+		f.watch.succeeded()
 	}
 	return c, nil
 }

@@ -133,6 +133,9 @@ func (c *conn) leaveReadOnly(ctx context.Context, mark uint64, err error) error 
 	}
 	c.broken = true
 	r.refused(pc.gen)
+	if c.c.watch != nil {
+		c.c.watch.forget() // the host it preferred takes no writes now
+	}
 	if served && pc.wire != nil && !pc.wire.proto.multiStatements {
 		return &retryElsewhere{err: err}
 	}

@@ -105,23 +105,28 @@ func TestDemotedPrimaryWritesMoveToTheWritableServer(t *testing.T) {
 // SUPER, gets 1290).
 func demote(t *testing.T, ctx context.Context, s *servers.Server) {
 	t.Helper()
+	setReadOnly(t, ctx, s, true)
+	t.Cleanup(func() { setReadOnly(t, ctx, s, false) })
+}
+
+// setReadOnly makes s read-only for every new session (PostgreSQL:
+// default_transaction_read_only, reloaded; MariaDB: read_only) or writable
+// again, and returns once a new session sees it.
+func setReadOnly(t *testing.T, ctx context.Context, s *servers.Server, on bool) {
+	t.Helper()
 	admin := adminDB(t, s)
-	set := func(on bool) {
-		if s.Kind != servers.KindPostgres {
-			servers.MustExec(t, ctx, admin, fmt.Sprintf("SET GLOBAL read_only = %t", on))
-			return
-		}
-		v := map[bool]string{true: "on", false: "off"}[on]
-		servers.MustExec(t, ctx, admin, "ALTER SYSTEM SET default_transaction_read_only = "+v, "SELECT pg_reload_conf()")
-		mon := monitor(t, s) // a new session sees the reloaded setting
-		servers.WaitFor(t, ctx, "default_transaction_read_only "+v, func() (bool, error) {
-			var got string
-			err := mon.QueryRowContext(ctx, "SHOW default_transaction_read_only").Scan(&got)
-			return got == v, err
-		})
+	if s.Kind != servers.KindPostgres {
+		servers.MustExec(t, ctx, admin, fmt.Sprintf("SET GLOBAL read_only = %t", on))
+		return
 	}
-	set(true)
-	t.Cleanup(func() { set(false) })
+	v := map[bool]string{true: "on", false: "off"}[on]
+	servers.MustExec(t, ctx, admin, "ALTER SYSTEM SET default_transaction_read_only = "+v, "SELECT pg_reload_conf()")
+	mon := monitor(t, s) // a new session sees the reloaded setting
+	servers.WaitFor(t, ctx, "default_transaction_read_only "+v, func() (bool, error) {
+		var got string
+		err := mon.QueryRowContext(ctx, "SHOW default_transaction_read_only").Scan(&got)
+		return got == v, err
+	})
 }
 
 // adminDB opens s's AdminDSN; the *sql.DB is closed when the test ends

@@ -1,0 +1,241 @@
+package respool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/respool/respool/clock"
+	"github.com/respool/respool/resilience"
+)
+
+// fakePrimary is a loopback server that speaks enough PostgreSQL for the
+// watch of the hosts: a startup without a password, and an answer to the
+// question whether it takes writes (pgReadOnlyQuery), which readOnly sets.
+type fakePrimary struct {
+	addr     string
+	readOnly atomic.Bool
+	sessions atomic.Int32 // startups served
+}
+
+func startFakePrimary(t *testing.T, readOnly bool) *fakePrimary {
+	t.Helper()
+	s := &fakePrimary{}
+	s.readOnly.Store(readOnly)
+	s.addr = hungServer(t, s.serve)
+	return s
+}
+
+func (s *fakePrimary) serve(c net.Conn) {
+	be := pgproto3.NewBackend(c, c)
+	msg, err := be.ReceiveStartupMessage()
+	if err != nil {
+		return
+	}
+	if _, ok := msg.(*pgproto3.StartupMessage); !ok {
+		return
+	}
+	s.sessions.Add(1)
+	be.Send(&pgproto3.AuthenticationOk{})
+	be.Send(&pgproto3.BackendKeyData{ProcessID: 1, SecretKey: []byte{0, 0, 0, 1}})
+	be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	if be.Flush() != nil {
+		return
+	}
+	for {
+		msg, err := be.Receive()
+		if err != nil {
+			return
+		}
+		switch msg.(type) {
+		case *pgproto3.Parse:
+			be.Send(&pgproto3.ParseComplete{})
+		case *pgproto3.Bind:
+			be.Send(&pgproto3.BindComplete{})
+		case *pgproto3.Describe:
+			be.Send(&pgproto3.RowDescription{Fields: []pgproto3.FieldDescription{{Name: []byte("ro"), DataTypeOID: 16, DataTypeSize: 1, TypeModifier: -1}}})
+		case *pgproto3.Execute:
+			v := map[bool]string{true: "t", false: "f"}[s.readOnly.Load()]
+			be.Send(&pgproto3.DataRow{Values: [][]byte{[]byte(v)}})
+			be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
+		case *pgproto3.Sync:
+			be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			if be.Flush() != nil {
+				return
+			}
+		case *pgproto3.Terminate:
+			return
+		}
+	}
+}
+
+func newTestWatch(t *testing.T, addrs ...string) *primaryWatch {
+	t.Helper()
+	w := newPrimaryWatch(Config{DriverName: "pgx", DSN: "postgres://u@" + strings.Join(addrs, ",") + "/db?sslmode=disable"},
+		clock.System(), "test", slog.New(slog.DiscardHandler))
+	if w == nil {
+		t.Fatalf("no watch for the hosts %v", addrs)
+	}
+	t.Cleanup(w.close)
+	return w
+}
+
+// waitAdmit waits, within 10s, until admit's answer satisfies ok.
+func waitAdmit(t *testing.T, w *primaryWatch, what string, ok func(error) bool) error {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := w.admit()
+		if ok(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admit still says %v; want %s", err, what)
+		}
+		<-tick.C
+	}
+}
+
+func TestNewPrimaryWatchOnlyForSeveralPgxHosts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want int // hosts watched; 0: no watch
+	}{
+		{"one host", Config{DriverName: "pgx", DSN: "postgres://u@a:5432/db"}, 0},
+		{"the same host twice", Config{DriverName: "pgx", DSN: "postgres://u@a:5432,a:5432/db"}, 0},
+		{"mysql", Config{DriverName: "mysql", DSN: "u@tcp(a:3306)/db"}, 0},
+		{"two hosts", Config{DriverName: "pgx", DSN: "postgres://u@a:5432,b:5433/db?target_session_attrs=read-write"}, 2},
+		{"three hosts, keyword form", Config{DriverName: "pgx/v5", DSN: "host=a,b,c port=1,2,3 user=u"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newPrimaryWatch(tc.cfg, clock.System(), "test", slog.New(slog.DiscardHandler))
+			got := 0
+			if w != nil {
+				got = len(w.hosts)
+				w.close()
+			}
+			if got != tc.want {
+				t.Errorf("watches %d hosts; want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPreferHostDialsTheWritableHostFirst(t *testing.T) {
+	cfg := func() *pgconn.Config {
+		c, err := pgconn.ParseConfig("postgres://u@a:1,b:2,c:3/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	order := func(c *pgconn.Config) string {
+		var hosts []string
+		for _, e := range entries(c) { // sslmode=prefer: each host twice, with TLS and without
+			if len(hosts) == 0 || hosts[len(hosts)-1] != e.Host {
+				hosts = append(hosts, e.Host)
+			}
+		}
+		return strings.Join(hosts, ",")
+	}
+	for _, tc := range []struct{ prefer, want string }{
+		{"", "a,b,c"},
+		{"a:1", "a,b,c"},
+		{"b:2", "b,a,c"},
+		{"c:3", "c,a,b"},
+		{"d:4", "a,b,c"},
+	} {
+		c := cfg()
+		ctx := context.Background()
+		if tc.prefer != "" {
+			ctx = context.WithValue(ctx, preferredHostKey{}, tc.prefer)
+		}
+		preferHost(ctx, c)
+		if got := order(c); got != tc.want {
+			t.Errorf("preferring %q: hosts %s; want %s", tc.prefer, got, tc.want)
+		}
+	}
+}
+
+// TestWatchRefusesAttemptsWhileNoHostTakesWrites: after a failed attempt,
+// while one host refuses connections and the other answers that it is
+// read-only, an attempt is refused at once, with an error naming both;
+// once the second takes writes, attempts go on and dial it first, and
+// found is called once; a failed attempt forgets it.
+func TestWatchRefusesAttemptsWhileNoHostTakesWrites(t *testing.T) {
+	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	w := newTestWatch(t, dead, standby.addr)
+	var found atomic.Int32
+	w.found = func() { found.Add(1) }
+	if err := w.admit(); err != nil {
+		t.Fatalf("admit before any failure: %v; want nil", err)
+	}
+	w.failed()
+	err := waitAdmit(t, w, "both hosts known", func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "unreachable") && strings.Contains(err.Error(), "read-only")
+	})
+	var re *resilience.RejectedError
+	if !errors.Is(err, ErrNoWritableServer) || !errors.Is(err, resilience.ErrRejected) || !errors.As(err, &re) {
+		t.Fatalf("admit: %v; want a *resilience.RejectedError matching ErrNoWritableServer", err)
+	}
+	if !strings.Contains(err.Error(), dead) || !strings.Contains(err.Error(), standby.addr) || re.RetryAt.IsZero() {
+		t.Errorf("admit: %v (retry at %v); want both hosts named and a time to retry", err, re.RetryAt)
+	}
+	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != nil {
+		t.Errorf("preferred host %v while none takes writes; want none", got)
+	}
+
+	standby.readOnly.Store(false) // promoted
+	waitAdmit(t, w, "nil once a host takes writes", func(err error) bool { return err == nil })
+	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != standby.addr {
+		t.Errorf("preferred host %v; want %s", got, standby.addr)
+	}
+	if n := found.Load(); n != 1 {
+		t.Errorf("found called %d times; want 1", n)
+	}
+	if n := standby.sessions.Load(); n != 1 {
+		t.Errorf("the watch opened %d sessions on the standby; want 1, asked again and again", n)
+	}
+	w.succeeded()
+	if w.active() {
+		t.Error("the watch goes on after an attempt succeeded")
+	}
+	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != standby.addr {
+		t.Errorf("preferred host after the watch ended: %v; want %s still", got, standby.addr)
+	}
+	w.failed()
+	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != nil {
+		t.Errorf("preferred host after a failed attempt: %v; want none", got)
+	}
+}
+
+// TestWatchLetsAttemptsThroughWhenAServerRefuses: a host that answers a
+// connection with an error (authentication, too many connections) lets
+// attempts go on, so that the caller and the breaker learn why.
+func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
+	refusing := hungServer(t, func(c net.Conn) {
+		be := pgproto3.NewBackend(c, c)
+		if _, err := be.ReceiveStartupMessage(); err == nil {
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01", Message: "password authentication failed"})
+			_ = be.Flush()
+		}
+		_ = c.Close()
+	})
+	w := newTestWatch(t, closedAddr(t), refusing)
+	w.found = func() {}
+	w.failed()
+	waitAdmit(t, w, "nil: a server refused", func(err error) bool {
+		return err == nil && hostState(w.hosts[1].state.Load()) == hostRefusing
+	})
+}
