@@ -151,6 +151,9 @@ func baseConnector(cfg Config, secrets dsnform.Secrets) (driver.Connector, dsnfo
 	if ok {
 		return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
 	}
+	if err := hookedDSNError(cfg, secrets); err != nil {
+		return nil, nil, err
+	}
 	// sql.Open is the only way to reach a registered driver by name; for a
 	// driver with DriverContext it calls OpenConnector, whose error may
 	// quote the DSN.
