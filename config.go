@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/dsnform"
@@ -110,6 +114,34 @@ type Config struct {
 	// goroutine per give-back; nil costs nothing.
 	AfterRelease func(ctx context.Context, conn driver.Conn) error
 
+	// PgxBeforeConnect (DriverName "pgx") and MySQLBeforeConnect
+	// (DriverName "mysql") run before each connection attempt, with the
+	// attempt's context (it holds the values of the context of the caller
+	// whose query needs the connection, and is bounded by
+	// Pool.CreateTimeout), on the real driver's config parsed from DSN:
+	// set a fresh password or IAM token, TLS, pgx's tracers. Their
+	// signatures are pgx stdlib's OptionBeforeConnect's and
+	// go-sql-driver/mysql's BeforeConnect's. Each attempt gets its own copy
+	// of the parsed config (pgx.ConnConfig.Copy, mysql.Config.Clone: maps
+	// and TLS configs included), so a change lasts one attempt; to keep
+	// state across attempts (a cached token), keep it in the hook. respool's
+	// pieces stay on, put on top of what the hook left: for pgx, the cancel
+	// handler (CancelWait, which replaces BuildContextWatcherHandler) and
+	// the dial function that watches the socket (SessionEndWait, which wraps
+	// DialFunc); for mysql the connection is dialed by respool's dial
+	// function (and the DSN's timeout), not the hook's DialFunc, and
+	// rejectReadOnly and multiStatements are read from the DSN. The
+	// password the hook sets is redacted from the attempt's error like the
+	// DSN's. An error fails the attempt: the caller gets it (redacted). An
+	// attempt the server refuses for its credentials (PostgreSQL 28P01,
+	// 28000; MySQL 1045, 1698) is made once more after the retry's
+	// first delay, the hook asked again (a secret rotated between
+	// the hook and the server's check), then opens the circuit (see the
+	// package documentation). Set with any other driver or with Connector,
+	// NewConnector refuses them; with a DSN the driver cannot parse too.
+	PgxBeforeConnect   func(ctx context.Context, cc *pgx.ConnConfig) error
+	MySQLBeforeConnect func(ctx context.Context, mc *mysql.Config) error
+
 	// CloseTimeout is how long Connector.Close, and so sql.DB.Close, waits
 	// for connections still in use to come back and be closed
 	// (respool_close_timeout). Zero means no wait: Close returns at once and
@@ -187,6 +219,9 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 		}
 		text = t
 	}
+	if err := c.validateHooks(); err != nil {
+		return nil, err
+	}
 	if err := refusePgxpoolKeys(text.Rest); err != nil {
 		return nil, err
 	}
@@ -199,6 +234,29 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 		}
 	}
 	return text, nil
+}
+
+// validateHooks checks that PgxBeforeConnect and MySQLBeforeConnect are
+// set for their driver's DSN only.
+func (c *Config) validateHooks() error {
+	for _, h := range []struct {
+		name    string
+		set     bool
+		drivers []string
+	}{
+		{"PgxBeforeConnect", c.PgxBeforeConnect != nil, []string{"pgx", "pgx/v5"}},
+		{"MySQLBeforeConnect", c.MySQLBeforeConnect != nil, []string{"mysql"}},
+	} {
+		switch {
+		case !h.set || slices.Contains(h.drivers, c.DriverName):
+		case c.Connector != nil:
+			return fmt.Errorf("%w: %s is set with a Connector: set the hook on your connector (stdlib.OptionBeforeConnect, mysql.BeforeConnect), or give DriverName %q and a DSN",
+				ErrInvalidConfig, h.name, h.drivers[0])
+		default:
+			return fmt.Errorf("%w: %s is set, for DriverName %q; DriverName is %q", ErrInvalidConfig, h.name, h.drivers[0], c.DriverName)
+		}
+	}
+	return nil
 }
 
 // guardConfig returns the configuration of the Connector's Guard: Resilience

@@ -160,6 +160,9 @@ func baseConnector(cfg Config, secrets dsnform.Secrets) (driver.Connector, dsnfo
 	if ok {
 		return &redactingConnector{Connector: base, secrets: secrets}, secrets, nil
 	}
+	if err := hookedDSNError(cfg, secrets); err != nil {
+		return nil, nil, err
+	}
 	// sql.Open is the only way to reach a registered driver by name; for a
 	// driver with DriverContext it calls OpenConnector, whose error may
 	// quote the DSN.
@@ -231,14 +234,20 @@ func (c *Connector) take(ctx context.Context) (pool.Handle[driver.Conn], error) 
 
 // takeError is the error of a failed Take as the caller sees it: the real
 // driver's own value when the connection made for this caller failed, as
-// its users expect (or that value wrapped by package dbguard when it
-// opened the circuit, or a dbguard rejection), else the pool's error as it
+// its users expect (a refusal of the credentials too, which opened the
+// circuit: the callers after it get the message naming the user and the
+// server; other failures that opened it come wrapped by package dbguard),
+// or a dbguard rejection, else the pool's error as it
 // is: among them the *pool.CreateError of a take that failed fast, which
 // carries when the pool tries again (RetryAfter), and which errors.As sees
 // through to the real driver's error.
 func takeError(err error) error {
 	var ce *pool.CreateError
 	if errors.As(err, &ce) && !ce.FailedFast {
+		var cred *credentialsError
+		if errors.As(ce.Err, &cred) {
+			return cred.err // as the plain driver returns it: err.(*mysql.MySQLError) holds
+		}
 		return ce.Err
 	}
 	return err

@@ -3,7 +3,10 @@ package respool
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -12,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/respool/respool/internal/dsnform"
 	"github.com/respool/respool/internal/pgxdial"
 )
 
@@ -35,13 +39,16 @@ const (
 // go-sql-driver/mysql DSN, built from the DSN as the driver's own parser
 // reads it, with respool's dial function (wireDial: the sockets respool
 // watches) and, for pgx, cancel requests on a context's end (see
-// Config.CancelWait, cancelHandler). It returns false for any other driver, a DSN its
-// parser refuses (the real driver reports that on connecting, as before),
-// a go-sql-driver/mysql network other than tcp, tcp4, tcp6 and unix (one
-// that mysql.RegisterDialContext may serve), and when both waits are off.
-// It also returns the passwords the driver's parser read, when it read the
-// DSN: the definition of where the password is, which the errors of the
-// connections are redacted of (besides the widest reading of the DSN).
+// Config.CancelWait, cancelHandler), and the Config's hook
+// (PgxBeforeConnect, MySQLBeforeConnect) before each attempt. It returns
+// false for any other driver, a DSN its parser refuses (the real driver
+// reports that on connecting, as before; with a hook, NewConnector refuses
+// it), and, without a hook, a go-sql-driver/mysql network other than tcp,
+// tcp4, tcp6 and unix (one that mysql.RegisterDialContext may serve) and
+// when both waits are off. It also returns the passwords the driver's
+// parser read, when it read the DSN: the definition of where the password
+// is, which the errors of the connections are redacted of (besides the
+// widest reading of the DSN).
 func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok bool) {
 	cancelWait, endWait := orDefault(cfg.CancelWait, defaultCancelWait), orDefault(cfg.SessionEndWait, defaultSessionEndWait)
 	switch cfg.DriverName {
@@ -51,63 +58,141 @@ func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok boo
 			return nil, nil, false
 		}
 		passwords = append(passwords, pc.Password)
-		if cancelWait < 0 && endWait < 0 {
+		if cancelWait < 0 && endWait < 0 && cfg.PgxBeforeConnect == nil {
 			return nil, passwords, false
 		}
-		return pgxConnector(pc, cancelWait, endWait), passwords, true
+		return pgxConnector(pc, cancelWait, endWait, cfg.PgxBeforeConnect), passwords, true
 	case "mysql":
 		mc, err := mysql.ParseDSN(cfg.DSN)
 		if err != nil {
 			return nil, nil, false
 		}
 		passwords = append(passwords, mc.Passwd)
-		switch mc.Net {
-		case "tcp", "tcp4", "tcp6", "unix":
+		switch {
+		case mc.Net != "tcp" && mc.Net != "tcp4" && mc.Net != "tcp6" && mc.Net != "unix", endWait < 0:
+			if cfg.MySQLBeforeConnect == nil {
+				return nil, passwords, false
+			}
 		default:
+			var d net.Dialer // as go-sql-driver/mysql dials by default
+			mc.DialFunc = wireDial(d.DialContext, endWait, mysqlRefusals(mc))
+		}
+		if err := mc.Apply(mysql.BeforeConnect(mysqlBeforeConnect(cfg.MySQLBeforeConnect))); err != nil {
 			return nil, passwords, false
 		}
-		if endWait < 0 {
-			return nil, passwords, false
-		}
-		var d net.Dialer // as go-sql-driver/mysql dials by default
-		mc.DialFunc = wireDial(d.DialContext, endWait, mysqlRefusals(mc))
 		c, err := mysql.NewConnector(mc)
 		return c, passwords, err == nil
 	}
 	return nil, nil, false
 }
 
-// pgxConnector returns pgx's connector for pc with respool's cancel handler
-// (cancelWait, when on) and dial function (wireDial, when endWait is on),
-// which sends no cancel request for a connection that never finished its
-// startup (see startedCancelsOnly).
-func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration) driver.Connector {
-	if cancelWait > 0 {
-		setPgTimeout(&pc.Config)
-		pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-			return newCancelHandler(c, cancelWait)
-		}
+// hookedDSNError is the error of a Config with a BeforeConnect hook whose
+// DSN its driver's parser refuses (dialedConnector's only failure then),
+// redacted of secrets; nil without a hook.
+func hookedDSNError(cfg Config, secrets dsnform.Secrets) error {
+	var err error
+	switch {
+	case cfg.PgxBeforeConnect != nil:
+		_, err = pgx.ParseConfig(cfg.DSN)
+	case cfg.MySQLBeforeConnect != nil:
+		_, err = mysql.ParseDSN(cfg.DSN)
+	default:
+		return nil
 	}
-	if endWait > 0 {
-		pc.DialFunc = wireDial(pc.DialFunc, endWait, pgProtocol)
+	if err == nil {
+		err = errors.New("the driver refused the config") // mysql.NewConnector or Apply: not expected
 	}
-	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(startedCancelsOnly))
+	return fmt.Errorf("%w: DSN (for the BeforeConnect hook): %w", ErrInvalidConfig, secrets.Redact(err))
 }
 
-// startedCancelsOnly is the BeforeConnect of respool's pgx connector: it
-// gives one connection attempt of the pool (a context from withDialLog) a
-// dial function of its own that sends no cancel request before the
-// attempt's connection finished its startup (see
-// pgxdial.StartedCancelsOnly). A dial with the attempt's context is the
-// attempt's own.
-func startedCancelsOnly(ctx context.Context, cc *pgx.ConnConfig) error {
-	preferHost(ctx, &cc.Config)
-	if attempt, _ := ctx.Value(dialLogKey{}).(*dialLog); attempt != nil {
-		_, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
-		attempt.enter(addr, phaseDial) // pgx resolves the host before it dials
-		pgxdial.StartedCancelsOnly(cc, func(ctx context.Context) bool { return ctx.Value(dialLogKey{}) == attempt })
+// pgxConnector returns pgx's connector for pc whose BeforeConnect (see
+// pgxBeforeConnect) gives each attempt hook's changes, then respool's
+// cancel handler (cancelWait, when on) and dial function (wireDial, when
+// endWait is on), which sends no cancel request for a connection that
+// never finished its startup (see pgxdial.StartedCancelsOnly).
+func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration,
+	hook func(context.Context, *pgx.ConnConfig) error) driver.Connector {
+	if cancelWait > 0 {
+		setPgTimeout(&pc.Config)
 	}
-	return nil
+	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(pgxBeforeConnect(hook, cancelWait, endWait)))
+}
+
+// pgxBeforeConnect is the BeforeConnect of respool's pgx connector. For
+// one connection attempt, on pgx stdlib's shallow copy of the connector's
+// config: with a hook, it makes the copy deep (pgx.ConnConfig.Copy: its
+// maps, TLS configs and fallbacks are the attempt's own, so that the
+// hook's changes do not reach the next attempt) and runs the hook with the
+// attempt's context; it notes the attempt's user, address and password for
+// its errors (see attemptCreds); then it puts respool's pieces on top of
+// what the hook left: the cancel handler (cancelWait on) replaces
+// BuildContextWatcherHandler, wireDial (endWait on) wraps DialFunc, and,
+// for an attempt of the pool (a context from withDialLog), a dial function
+// that sends no cancel request before the attempt's connection finished
+// its startup (see pgxdial.StartedCancelsOnly): a dial with the attempt's
+// context is the attempt's own.
+func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, cancelWait, endWait time.Duration) func(context.Context, *pgx.ConnConfig) error {
+	return func(ctx context.Context, cc *pgx.ConnConfig) error {
+		creds, _ := ctx.Value(attemptCredsKey{}).(*attemptCreds)
+		if hook != nil {
+			*cc = *cc.Copy()
+			err := hook(ctx, cc)
+			preferHost(ctx, &cc.Config)
+			creds.note(cc.User, pgAddr(cc), cc.Password, true)
+			if err != nil {
+				return err
+			}
+		} else {
+			preferHost(ctx, &cc.Config) // the host the watch found taking writes first (see primaryWatch)
+			creds.note(cc.User, pgAddr(cc), "", false)
+		}
+		if cancelWait > 0 {
+			cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+				return newCancelHandler(c, cancelWait)
+			}
+		}
+		if endWait > 0 {
+			cc.DialFunc = wireDial(cc.DialFunc, endWait, pgProtocol)
+		}
+		if attempt, _ := ctx.Value(dialLogKey{}).(*dialLog); attempt != nil {
+			_, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
+			attempt.enter(addr, phaseDial) // pgx resolves the host before it dials
+			pgxdial.StartedCancelsOnly(cc, func(ctx context.Context) bool { return ctx.Value(dialLogKey{}) == attempt })
+		}
+		return nil
+	}
+}
+
+// pgAddr is the first address cc dials, host:port or a Unix socket's
+// path, with ", ..." when it lists fallbacks.
+func pgAddr(cc *pgx.ConnConfig) string {
+	network, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
+	if network == "tcp" {
+		addr = net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))
+	}
+	if len(cc.Fallbacks) > 0 {
+		addr += ", ..."
+	}
+	return addr
+}
+
+// mysqlBeforeConnect is the BeforeConnect of respool's go-sql-driver/mysql
+// connector: on the driver's copy of the connector's config for one
+// attempt (mysql.Config.Clone), it runs hook, when set, with the attempt's
+// context, and notes the attempt's user, address and password for its
+// errors (see attemptCreds). The connection is dialed with the connector's
+// DialFunc and Timeout, respool's: a hook's DialFunc is not used.
+func mysqlBeforeConnect(hook func(context.Context, *mysql.Config) error) func(context.Context, *mysql.Config) error {
+	return func(ctx context.Context, mc *mysql.Config) error {
+		creds, _ := ctx.Value(attemptCredsKey{}).(*attemptCreds)
+		if hook == nil {
+			creds.note(mc.User, mc.Addr, "", false)
+			return nil
+		}
+		err := hook(ctx, mc)
+		creds.note(mc.User, mc.Addr, mc.Passwd, true)
+		return err
+	}
 }
 
 // orDefault returns d, or def when d is zero; negative means off.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/health"
@@ -243,4 +245,50 @@ func secretsOf(dsn string) dsnform.Secrets {
 		return nil
 	}
 	return text.Secrets
+}
+
+// TestSecretsFromTheBeforeConnectHookRedacted: a password that
+// PgxBeforeConnect or MySQLBeforeConnect sets is redacted like the DSN's
+// wherever respool shows an attempt's error: the caller's error, Stats,
+// the health report, the log, the Connector and its Config printed, even
+// when the hook's own error quotes it (a token provider's message), and
+// when the attempt goes on to a server that is not there.
+func TestSecretsFromTheBeforeConnectHookRedacted(t *testing.T) {
+	addr := closedAddr(t)
+	for _, hookFails := range []bool{true, false} {
+		for _, cfg := range []Config{
+			{DriverName: "pgx", DSN: "postgres://app@" + addr + "/app?sslmode=disable",
+				PgxBeforeConnect: func(_ context.Context, cc *pgx.ConnConfig) error {
+					cc.Password = secretsTestPassword
+					if hookFails {
+						return fmt.Errorf("token %s expired", cc.Password)
+					}
+					return nil
+				}},
+			{DriverName: "mysql", DSN: "app@tcp(" + addr + ")/app",
+				MySQLBeforeConnect: func(_ context.Context, mc *mysql.Config) error {
+					mc.Passwd = secretsTestPassword
+					if hookFails {
+						return fmt.Errorf("token %s expired", mc.Passwd)
+					}
+					return nil
+				}},
+		} {
+			t.Run(fmt.Sprintf("%s/hook fails %v", cfg.DriverName, hookFails), func(t *testing.T) {
+				out, pingErr, err := connectorOutputs(t, cfg, time.Second)
+				if err != nil || pingErr == nil {
+					t.Fatalf("NewConnector: %v; Ping: %v, want an error", err, pingErr)
+				}
+				out["Config %v"], out["Config %#v"] = fmt.Sprintf("%v", cfg), fmt.Sprintf("%#v", cfg)
+				for how, s := range out {
+					if f := fragmentOf(s, secretsTestPassword); f != "" {
+						t.Errorf("%s shows %q of the password: %s", how, f, s)
+					}
+				}
+				if hookFails && !strings.Contains(pingErr.Error(), "token xxxxx expired") {
+					t.Errorf("Ping: %v; want the hook's error, redacted", pingErr)
+				}
+			})
+		}
+	}
 }

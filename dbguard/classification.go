@@ -35,6 +35,15 @@ type Classification struct {
 	// 53300, 53400; MySQL 1040, 1203, 1226, 1135), 100ms for PostgreSQL
 	// 57P03 cannot_connect_now (starting, shutting down or recovering).
 	Pause time.Duration
+	// Auth reports that the server refused the credentials of a connection
+	// attempt: PostgreSQL 28P01 invalid_password and 28000
+	// invalid_authorization_specification (no such role, no pg_hba.conf
+	// entry, a role that cannot log in), MySQL and MariaDB 1045 access
+	// denied and 1698 (no password, or the authentication plugin refused).
+	// Class is ClassCaller (the server answered; retrying the same
+	// credentials cannot help); a Guard opens its circuit at once on a
+	// connection attempt refused so (see Factory).
+	Auth bool
 }
 
 // IsFailure reports whether the error counts as a failure for a circuit
@@ -78,6 +87,9 @@ func (c Classification) String() string {
 	}
 	if c.Canceled {
 		b.WriteString(" canceled")
+	}
+	if c.Auth {
+		b.WriteString(" auth")
 	}
 	if c.Pause > 0 {
 		b.WriteString(" pause=" + c.Pause.String())

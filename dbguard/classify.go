@@ -124,6 +124,8 @@ func applyRule(v *Classification, r rule, canceled bool) {
 		v.Class = ClassCaller
 	case ruleReadOnly:
 		v.Class = ClassReadOnly
+	case ruleAuth:
+		v.Class, v.Auth = ClassCaller, true
 	case ruleStatementCanceled:
 		if canceled {
 			v.Class, v.Canceled = ClassCaller, true

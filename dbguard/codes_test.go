@@ -29,6 +29,7 @@ type codeCase struct {
 	class       dbguard.Class
 	nothingSent bool
 	timeout     bool
+	auth        bool
 	pause       time.Duration
 }
 
@@ -65,27 +66,27 @@ func TestPostgresCodes(t *testing.T) {
 		{code: "08007", class: dbguard.ClassAmbiguous}, // transaction_resolution_unknown
 		{code: "40003", class: dbguard.ClassAmbiguous}, // statement_completion_unknown
 		// the caller's own
-		{code: "42601", class: dbguard.ClassCaller},   // syntax_error
-		{code: "42501", class: dbguard.ClassCaller},   // insufficient_privilege
-		{code: "42P01", class: dbguard.ClassCaller},   // undefined_table
-		{code: "42703", class: dbguard.ClassCaller},   // undefined_column
-		{code: "23505", class: dbguard.ClassCaller},   // unique_violation
-		{code: "23503", class: dbguard.ClassCaller},   // foreign_key_violation
-		{code: "23502", class: dbguard.ClassCaller},   // not_null_violation
-		{code: "23514", class: dbguard.ClassCaller},   // check_violation
-		{code: "22P02", class: dbguard.ClassCaller},   // invalid_text_representation
-		{code: "22012", class: dbguard.ClassCaller},   // division_by_zero
-		{code: "22001", class: dbguard.ClassCaller},   // string_data_right_truncation
-		{code: "21000", class: dbguard.ClassCaller},   // cardinality_violation
-		{code: "28P01", class: dbguard.ClassCaller},   // invalid_password
-		{code: "28000", class: dbguard.ClassCaller},   // invalid_authorization_specification
-		{code: "3D000", class: dbguard.ClassCaller},   // invalid_catalog_name: no such database
-		{code: "25P02", class: dbguard.ClassCaller},   // in_failed_sql_transaction
-		{code: "25006", class: dbguard.ClassReadOnly}, // read_only_sql_transaction
-		{code: "40002", class: dbguard.ClassCaller},   // transaction_integrity_constraint_violation
-		{code: "0A000", class: dbguard.ClassCaller},   // feature_not_supported
-		{code: "54001", class: dbguard.ClassCaller},   // statement_too_complex
-		{code: "P0001", class: dbguard.ClassCaller},   // raise_exception
+		{code: "42601", class: dbguard.ClassCaller},             // syntax_error
+		{code: "42501", class: dbguard.ClassCaller},             // insufficient_privilege
+		{code: "42P01", class: dbguard.ClassCaller},             // undefined_table
+		{code: "42703", class: dbguard.ClassCaller},             // undefined_column
+		{code: "23505", class: dbguard.ClassCaller},             // unique_violation
+		{code: "23503", class: dbguard.ClassCaller},             // foreign_key_violation
+		{code: "23502", class: dbguard.ClassCaller},             // not_null_violation
+		{code: "23514", class: dbguard.ClassCaller},             // check_violation
+		{code: "22P02", class: dbguard.ClassCaller},             // invalid_text_representation
+		{code: "22012", class: dbguard.ClassCaller},             // division_by_zero
+		{code: "22001", class: dbguard.ClassCaller},             // string_data_right_truncation
+		{code: "21000", class: dbguard.ClassCaller},             // cardinality_violation
+		{code: "28P01", class: dbguard.ClassCaller, auth: true}, // invalid_password
+		{code: "28000", class: dbguard.ClassCaller, auth: true}, // invalid_authorization_specification
+		{code: "3D000", class: dbguard.ClassCaller},             // invalid_catalog_name: no such database
+		{code: "25P02", class: dbguard.ClassCaller},             // in_failed_sql_transaction
+		{code: "25006", class: dbguard.ClassReadOnly},           // read_only_sql_transaction
+		{code: "40002", class: dbguard.ClassCaller},             // transaction_integrity_constraint_violation
+		{code: "0A000", class: dbguard.ClassCaller},             // feature_not_supported
+		{code: "54001", class: dbguard.ClassCaller},             // statement_too_complex
+		{code: "P0001", class: dbguard.ClassCaller},             // raise_exception
 		// a statement the server stopped, the caller's context not known to be cancelled
 		{code: "57014", class: dbguard.ClassOther, timeout: true}, // query_canceled
 		// not recognised: server trouble that is not about connections
@@ -149,7 +150,9 @@ func TestMySQLCodes(t *testing.T) {
 		{mysqlError(1452, "23000", "Cannot add or update a child row: a foreign key constraint fails"), codeCase{class: dbguard.ClassCaller}},
 		{mysqlError(1451, "23000", "Cannot delete or update a parent row: a foreign key constraint fails"), codeCase{class: dbguard.ClassCaller}},
 		{mysqlError(1142, "42000", "SELECT command denied to user 'respool'@'localhost' for table 'user'"), codeCase{class: dbguard.ClassCaller}},
-		{mysqlError(1045, "28000", "Access denied for user 'respool'@'localhost' (using password: YES)"), codeCase{class: dbguard.ClassCaller}},
+		{mysqlError(1045, "28000", "Access denied for user 'respool'@'localhost' (using password: YES)"), codeCase{class: dbguard.ClassCaller, auth: true}},
+		{mysqlError(1698, "28000", "Access denied for user 'root'@'localhost'"), codeCase{class: dbguard.ClassCaller, auth: true}},
+		{mysqlError(1133, "28000", "Can't find any matching row in the user table"), codeCase{class: dbguard.ClassCaller}}, // SET PASSWORD: not a login
 		{mysqlError(1044, "42000", "Access denied for user 'respool'@'%' to database 'mysql'"), codeCase{class: dbguard.ClassCaller}},
 		{mysqlError(1049, "42000", "Unknown database 'nope'"), codeCase{class: dbguard.ClassCaller}},
 		{mysqlError(1048, "23000", "Column 'name' cannot be null"), codeCase{class: dbguard.ClassCaller}},
@@ -174,7 +177,7 @@ func TestMySQLCodes(t *testing.T) {
 // checkCode checks the verdict on a server error in every wrapping.
 func checkCode(t *testing.T, serverErr error, tc codeCase) {
 	t.Helper()
-	want := dbguard.Classification{Class: tc.class, Code: tc.code, NothingSent: tc.nothingSent, Timeout: tc.timeout, Pause: tc.pause}
+	want := dbguard.Classification{Class: tc.class, Code: tc.code, NothingSent: tc.nothingSent, Timeout: tc.timeout, Auth: tc.auth, Pause: tc.pause}
 	for _, w := range wrappings {
 		err := w.wrap(serverErr)
 		if got := dbguard.Classify(err); got != want {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
@@ -18,6 +19,12 @@ import (
 // limiter (waits for a permit). ctx bounds it all (the pool gives Create
 // its CreateTimeout).
 //
+// An attempt the server refused for its credentials (Classification.Auth)
+// is not made again, but for one whose credentials a hook gives per
+// attempt (resil.ErrFreshCredentials), which is made once more, and it opens
+// the circuit at once (refusedCredentials): retrying the same password only
+// hammers the server, and a half-open probe finds the credentials fixed.
+//
 // Its error is the last attempt's, as create returned it; a rejection (a
 // *resilience.RejectedError matching breaker.ErrOpen, pause.ErrPaused or
 // ratelimit.ErrLimited); or, when the attempt's failure left the circuit
@@ -25,21 +32,55 @@ import (
 // an attempt can succeed (RetryAfter), so that a pool makes none before.
 func connect[T any](ctx context.Context, g *Guard, create func(context.Context) (T, error)) (T, error) {
 	var conn T
+	asked := false // the hook was asked again after a refusal
 	_, err := g.stack.Do(ctx, func(ctx context.Context) (struct{}, error) {
 		g.attempts.Add(1)
 		c, err := create(ctx)
 		if err != nil {
 			g.attemptFailures.Add(1)
+			if !asked && errors.Is(err, resil.ErrFreshCredentials) {
+				asked = true
+				return struct{}{}, freshCredentials{err}
+			}
 			return struct{}{}, err
 		}
 		conn = c
 		return struct{}{}, nil
 	})
 	if err != nil {
+		if Classify(err).Auth {
+			g.refusedCredentials(err)
+		}
 		var zero T
 		return zero, g.opened(err)
 	}
 	return conn, nil
+}
+
+// freshCredentials is the first authentication failure of a creation whose
+// credentials a hook gives per attempt: the retry makes it again (see
+// New).
+type freshCredentials struct{ error }
+
+func (f freshCredentials) Unwrap() error { return f.error }
+
+// refusedCredentials opens the circuit, when it is closed or half-open,
+// after a creation the server refused for its credentials (err), so that
+// the pool's callers fail fast with err and a probe tries again after the
+// open delay. The state-change event carries err. A probe refused so has
+// usually opened it again already (New's IsFailure).
+func (g *Guard) refusedCredentials(err error) {
+	if g.breaker == nil {
+		return
+	}
+	g.authMu.Lock()
+	defer g.authMu.Unlock()
+	if s := g.breaker.State(); s != breaker.Closed && s != breaker.HalfOpen {
+		return // open already, or held in a state by hand
+	}
+	g.openedBy.Store(&err)
+	_ = g.breaker.TransitionTo(breaker.Open) // refused in Adaptive mode only: it has no Open
+	g.openedBy.Store(nil)
 }
 
 // opened wraps err, a failed creation's, in an *openedError when the
@@ -93,7 +134,8 @@ func (e *openedError) RetryAfter() time.Time { return e.retryAt }
 // left the circuit open, the attempt's error (errors.As reaches it)
 // matching breaker.ErrOpen too. The last two carry the time from which an
 // attempt can succeed (resilience.RetryAfter), so that the pool makes none
-// before. Give the pool dbguard.BackPressure too, and call g.Admit before
+// before. A creation the server refused for its credentials opens the
+// circuit at once (see connect). Give the pool dbguard.BackPressure too, and call g.Admit before
 // each Take to fail fast while the circuit is open:
 //
 //	f := dbguard.Factory(g, respool.PgxFactory(cc))

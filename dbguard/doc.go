@@ -63,16 +63,20 @@
 //	  PostgreSQL  08007 transaction_resolution_unknown, 40003 statement_completion_unknown
 //	  MySQL       client 2013 lost connection during query
 //	caller: the caller's own; not a failure
-//	  PostgreSQL  classes 0A 0B 0L 0P 20 21 22 23 24 25 26 27 28 2B 2D 2F 34 38 39 3B 3D 3F
+//	  PostgreSQL  classes 0A 0B 0L 0P 20 21 22 23 24 25 26 27 2B 2D 2F 34 38 39 3B 3D 3F
 //	              42 44 54 P0 — syntax 42601, permission 42501, no table 42P01, unique 23505,
-//	              foreign key 23503, not null 23502, check 23514, data 22xxx, password 28P01,
+//	              foreign key 23503, not null 23502, check 23514, data 22xxx,
 //	              no database 3D000, aborted transaction 25P02 — and 40002 (a deferred
 //	              constraint at COMMIT)
 //	  MySQL       syntax 1064 1149 1065; duplicate 1062 1586; foreign key 1451 1452 1216 1217;
 //	              null or default 1048 1364; check 3819 4025; bad data 1264 1265 1292 1365 1366
-//	              1406 1690; access 1044 1045 1698 1130 1142 1143 1227; database 1049 1046;
+//	              1406 1690; access 1044 1130 1142 1143 1227; database 1049 1046;
 //	              objects 1146 1054 1050 1051; packet too large 1153; safe mode 1175;
 //	              other numbers by SQLSTATE class as for PostgreSQL
+//	caller with Auth: the credentials refused; a connection attempt refused so
+//	opens the circuit at once (see Factory)
+//	  PostgreSQL  28P01 invalid_password, 28000 invalid_authorization_specification
+//	  MySQL       1045 access denied, 1698 no password (auth plugin)
 //	statement stopped by the server: caller if cancelled, else other with Timeout
 //	  PostgreSQL  57014 query_canceled
 //	  MySQL       1317 query interrupted, 1969 max_statement_time, 3024 max_execution_time

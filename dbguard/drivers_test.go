@@ -45,6 +45,8 @@ func want(class dbguard.Class, bits ...string) dbguard.Classification {
 			v.Timeout = true
 		case "canceled":
 			v.Canceled = true
+		case "auth":
+			v.Auth = true
 		default:
 			panic("unknown bit " + b)
 		}
@@ -89,7 +91,7 @@ func TestPgconnErrors(t *testing.T) {
 		{"startup refused: wrong password", func(t *testing.T) error {
 			_, err := pgConnect(context.Background(), serveLoopback(t, pgRefuseStartup("28P01", `password authentication failed for user "respool"`)))
 			return err
-		}, withCode(want(dbguard.ClassCaller, "sent0"), "28P01", 0)},
+		}, withCode(want(dbguard.ClassCaller, "sent0", "auth"), "28P01", 0)},
 		{"startup refused: no such database", func(t *testing.T) error {
 			_, err := pgConnect(context.Background(), serveLoopback(t, pgRefuseStartup("3D000", `database "respool" does not exist`)))
 			return err

@@ -34,6 +34,12 @@ type Guard struct {
 	failures                  atomic.Uint64 // statements recorded as failures
 	rejected                  atomic.Uint64 // takes and statements refused by the breaker
 
+	// authMu makes the check and the transition of refusedCredentials one
+	// step; openedBy is, during that transition, the error that opened the
+	// circuit, which the breaker's state-change event then carries.
+	authMu   sync.Mutex
+	openedBy atomic.Pointer[error]
+
 	// halfOpenTake is set while a take admitted with the circuit half-open
 	// (Admit) has not ended: at most one take at a time is let into the
 	// pool then.
@@ -67,7 +73,18 @@ func New(c Config) (*Guard, error) {
 			if _, ok := err.(failed); ok {
 				return true // a statement judged by Exit
 			}
-			return isFailure(err)
+			// A connection attempt refused for its credentials: a
+			// half-open probe refused so opens the circuit again.
+			return isFailure(err) || Classify(err).Auth
+		}
+		listener := bc.Listener
+		bc.Listener = func(e resilience.Event) {
+			if e.Kind == resilience.EventStateChange && e.To == breaker.Open.String() {
+				if by := g.openedBy.Load(); by != nil {
+					e.Err = *by
+				}
+			}
+			resil.Emit(listener, e)
 		}
 		if g.breaker, err = breaker.New(bc); err != nil {
 			return nil, within("Breaker", err)
@@ -92,7 +109,8 @@ func New(c Config) (*Guard, error) {
 	rc := c.Retry
 	retryOn := rc.RetryOn
 	rc.RetryOn = func(err error) bool {
-		return !errors.Is(err, resilience.ErrRejected) && retryOn(err) &&
+		_, fresh := err.(freshCredentials)
+		return !errors.Is(err, resilience.ErrRejected) && (fresh || retryOn(err)) &&
 			(g.breaker == nil || g.breaker.State() == breaker.Closed)
 	}
 	if g.retry, err = retry.New(rc); err != nil {

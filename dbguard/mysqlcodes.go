@@ -36,6 +36,9 @@ func mysqlRule(e *mysql.MySQLError) rule {
 		3572, // ER_LOCK_NOWAIT (MySQL 8)
 		1614: // ER_XA_RBDEADLOCK
 		return ruleTxRetryable
+	case 1045, // ER_ACCESS_DENIED_ERROR: wrong user or password
+		1698: // ER_ACCESS_DENIED_NO_PASSWORD_ERROR: no password given, or the auth plugin refused
+		return ruleAuth
 	case 1792, // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 		1836, // ER_READ_ONLY_MODE
 		1874: // ER_INNODB_READ_ONLY
@@ -54,7 +57,7 @@ func mysqlRule(e *mysql.MySQLError) rule {
 		1048, 1364, // ER_BAD_NULL_ERROR, ER_NO_DEFAULT_FOR_FIELD
 		3819, 4025, // check constraint violated (MySQL, MariaDB)
 		1264, 1265, 1292, 1365, 1366, 1406, 1690, // out of range, truncated, bad value, division by zero, too long
-		1044, 1045, 1698, // database access denied, wrong password, no password given
+		1044,       // database access denied
 		1049, 1046, // unknown database, no database selected
 		1130,             // ER_HOST_NOT_PRIVILEGED
 		1142, 1143, 1227, // table, column, operation access denied
@@ -66,7 +69,10 @@ func mysqlRule(e *mysql.MySQLError) rule {
 	if e.SQLState == ([5]byte{}) {
 		return ruleNone
 	}
-	return sqlstateRule(string(e.SQLState[:]))
+	if r := sqlstateRule(string(e.SQLState[:])); r != ruleAuth {
+		return r
+	}
+	return ruleCaller // 28000 of another number (1133 from SET PASSWORD): not a login refused
 }
 
 // readOnlyOption reports whether a 1290's message names the option that

@@ -15,4 +15,5 @@ const (
 	ruleCaller                        // the caller's own error
 	ruleStatementCanceled             // the server stopped the statement: the caller's cancel or a timeout
 	ruleReadOnly                      // the server cannot take writes
+	ruleAuth                          // the server refused the credentials: the caller's, and Classification.Auth
 )

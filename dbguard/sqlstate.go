@@ -29,6 +29,9 @@ func sqlstateRule(code string) rule {
 		return ruleReadOnly
 	case "57014": // query_canceled: a cancel request or statement_timeout
 		return ruleStatementCanceled
+	case "28P01", // invalid_password
+		"28000": // invalid_authorization_specification: no such role, no pg_hba.conf entry, role cannot log in
+		return ruleAuth
 	}
 	if len(code) != 5 {
 		return ruleNone
@@ -47,7 +50,7 @@ func sqlstateRule(code string) rule {
 		"25",       // invalid transaction state (25P02: statements in an aborted transaction)
 		"26",       // invalid SQL statement name
 		"27",       // triggered data change violation
-		"28",       // invalid authorization specification (28P01 wrong password)
+		"28",       // invalid authorization specification (28000 and 28P01: ruleAuth, above)
 		"2B",       // dependent privilege descriptors still exist
 		"2D",       // invalid transaction termination
 		"2F",       // SQL routine exception

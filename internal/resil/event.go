@@ -1,6 +1,7 @@
 package resil
 
 import (
+	"errors"
 	"time"
 
 	"github.com/respool/respool/resilience"
@@ -17,3 +18,10 @@ func Emit(l resilience.Listener, e resilience.Event) {
 		l(e)
 	}
 }
+
+// ErrFreshCredentials marks a connection attempt's authentication failure
+// (dbguard.Classification.Auth) whose credentials a hook gave for that
+// attempt (respool's Config.PgxBeforeConnect, MySQLBeforeConnect): the
+// next attempt asks the hook again and may get new ones, so dbguard makes
+// it once more before it opens the circuit.
+var ErrFreshCredentials = errors.New("respool: the credentials are asked for again on the next attempt")
