@@ -187,15 +187,16 @@ func (l *load) record(i int, end time.Time, port int, err error) {
 	}
 }
 
-// waitWarm waits until every writer has succeeded once, or warmBound.
-func (l *load) waitWarm(ctx context.Context) error {
-	t := time.NewTimer(warmBound)
+// waitWarm waits until every writer has succeeded once, or until the
+// deadline.
+func (l *load) waitWarm(ctx context.Context, deadline time.Time) error {
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-l.warmed:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("%s: not every writer succeeded within %v; the latest failure: %s", l.c, warmBound, deref(l.lastErr.Load()))
+		return fmt.Errorf("%s: not every writer had succeeded by the deadline; the latest failure: %s", l.c, deref(l.lastErr.Load()))
 	case <-ctx.Done():
 		return ctx.Err()
 	}
