@@ -18,7 +18,14 @@
 // again on the same address; Kill ends every process of the server with
 // SIGKILL, as a crash would, and Start starts it again; Freeze stops every
 // process with SIGSTOP and Thaw lets them run (SIGCONT); LogPath names the
-// server's log. AdminDSN reaches the server as a user who may change its
+// server's log. A local PostgreSQL server can have a streaming standby
+// (StartStandby: pg_basebackup -R, its own port), which Promote makes a
+// primary; StopImmediate stops it as pg_ctl stop -m immediate does, a crash
+// for its clients. On every server SetReadOnly makes the test user's writes
+// refused, as on a demoted primary (PostgreSQL's
+// default_transaction_read_only for the server, MariaDB's read_only), and
+// back; CreateUser and SetPassword make a user and rotate its password
+// (ALTER USER). AdminDSN reaches the server as a user who may change its
 // settings and counters. A Proxy between clients and a server counts
 // connection attempts and can stop forwarding, as a network path that drops
 // every packet would. Local server processes also receive a termination

@@ -61,7 +61,7 @@ func startLocalPostgres(ctx context.Context, o options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := makeDir(KindPostgres)
+	dir, err := makePostgresDir(cred)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +70,6 @@ func startLocalPostgres(ctx context.Context, o options) (_ *Server, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return nil, fmt.Errorf("servers: %w", err)
-		}
-	}
 
 	// The bootstrap superuser is the test user, as in the Docker image.
 	pwfile := filepath.Join(dir, "pwfile")
@@ -98,12 +93,39 @@ func startLocalPostgres(ctx context.Context, o options) (_ *Server, err error) {
 // runPostgres starts postgres on a free port, waits until the test user can
 // log in over TCP and creates the test database.
 func runPostgres(ctx context.Context, o options, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
+	s, err := servePostgres(ctx, o, bin, dir, data, logPath, cred)
+	if err != nil {
+		return nil, err // dir is kept: the caller may retry in it
+	}
+	admin := *s.pgAdmin()
+	conn, err := pgx.Connect(ctx, admin.PgxDSN())
+	if err == nil {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+DefaultDatabase)
+		err = errors.Join(err, conn.Close(ctx))
+	}
+	if err != nil {
+		_ = s.local.stop(ctx)
+		return nil, fmt.Errorf("servers: postgres: create database: %w", err)
+	}
+	return s, nil
+}
+
+// servePostgres starts postgres on data, a data directory in dir, on a
+// free port and waits until the test user can log in over TCP to database
+// postgres, which every cluster has. Stop removes dir; on error dir is kept
+// and nothing runs.
+func servePostgres(ctx context.Context, o options, bin, dir, data, logPath string, cred *syscall.Credential) (*Server, error) {
 	port, err := takePort()
 	if err != nil {
 		return nil, err
 	}
-	admin := &Server{Host: "127.0.0.1", Port: port, User: DefaultUser, Password: DefaultPassword,
-		Database: "postgres"} // exists after initdb
+	s := &Server{
+		Kind: KindPostgres, Backend: BackendLocal,
+		Host: "127.0.0.1", Port: port,
+		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
+		pg: &pgFiles{bin: bin, data: data, cred: cred, o: o},
+	}
+	admin := s.pgAdmin()
 	l := &localServer{
 		logPath: logPath,
 		launch: func() (*process, error) {
@@ -125,26 +147,36 @@ func runPostgres(ctx context.Context, o options, bin, dir, data, logPath string,
 		},
 	}
 	if err := l.run(ctx); err != nil {
-		return nil, err // dir is kept: the caller may retry in it
+		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, admin.PgxDSN())
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+DefaultDatabase)
-		err = errors.Join(err, conn.Close(ctx))
+	s.local = l
+	s.stop = func(ctx context.Context) error {
+		return errors.Join(l.stop(ctx), os.RemoveAll(dir))
 	}
+	return s, nil
+}
+
+// pgAdmin returns s's address and test user with database postgres, which
+// exists from initdb on, before the test database.
+func (s *Server) pgAdmin() *Server {
+	return &Server{Kind: KindPostgres, Host: s.Host, Port: s.Port, User: DefaultUser, Password: DefaultPassword,
+		Database: "postgres"}
+}
+
+// makePostgresDir makes the temporary directory of a local PostgreSQL
+// server, owned by the server's OS user cred (nil: ourselves).
+func makePostgresDir(cred *syscall.Credential) (string, error) {
+	dir, err := makeDir(KindPostgres)
 	if err != nil {
-		_ = l.stop(ctx)
-		return nil, fmt.Errorf("servers: postgres: create database: %w", err)
+		return "", err
 	}
-	return &Server{
-		Kind: KindPostgres, Backend: BackendLocal,
-		Host: "127.0.0.1", Port: port,
-		User: DefaultUser, Password: DefaultPassword, Database: DefaultDatabase,
-		local: l,
-		stop: func(ctx context.Context) error {
-			return errors.Join(l.stop(ctx), os.RemoveAll(dir))
-		},
-	}, nil
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("servers: %w", err)
+		}
+	}
+	return dir, nil
 }
 
 // postgresCredential returns the credential of the postgres OS user when we

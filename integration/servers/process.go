@@ -52,9 +52,13 @@ func startProcess(logPath string, cred *syscall.Credential, stopSig syscall.Sign
 	return p, nil
 }
 
-// stop signals the process and waits for it to exit, killing it after
-// stopGrace or when ctx ends. On return the process has exited.
-func (p *process) stop(ctx context.Context) error {
+// stop signals the process with its stop signal and waits for it to exit,
+// killing it after stopGrace or when ctx ends. On return the process has
+// exited.
+func (p *process) stop(ctx context.Context) error { return p.stopWith(ctx, p.stopSig) }
+
+// stopWith is stop with the signal sig.
+func (p *process) stopWith(ctx context.Context, sig syscall.Signal) error {
 	select {
 	case <-p.done:
 		if p.waitErr != nil {
@@ -64,7 +68,7 @@ func (p *process) stop(ctx context.Context) error {
 	default:
 	}
 	_ = p.thaw() // a frozen server must run to stop
-	_ = p.cmd.Process.Signal(p.stopSig)
+	_ = p.cmd.Process.Signal(sig)
 	t := time.NewTimer(stopGrace)
 	defer t.Stop()
 	select {
@@ -75,7 +79,7 @@ func (p *process) stop(ctx context.Context) error {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-	return fmt.Errorf("servers: %s did not stop on %v; killed", p.name(), p.stopSig)
+	return fmt.Errorf("servers: %s did not stop on %v; killed", p.name(), sig)
 }
 
 // freeze stops the server's first process with SIGSTOP, so that it forks

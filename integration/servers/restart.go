@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 )
 
 // errNotLocal is returned by the methods that act on a server's processes
@@ -60,6 +61,18 @@ func (l *localServer) stop(ctx context.Context) error {
 		return nil
 	}
 	err := l.p.stop(ctx)
+	l.p = nil
+	return err
+}
+
+// stopWith stops the running process with sig (see process.stopWith).
+func (l *localServer) stopWith(ctx context.Context, sig syscall.Signal) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.p == nil {
+		return errors.New("servers: stop of a server that is not running")
+	}
+	err := l.p.stopWith(ctx, sig)
 	l.p = nil
 	return err
 }

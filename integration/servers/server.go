@@ -47,6 +47,7 @@ type Server struct {
 	adminDSN string                      // see AdminDSN
 	stop     func(context.Context) error // stops the server and removes its files
 	local    *localServer                // nil: the harness does not run the server's processes
+	pg       *pgFiles                    // a local PostgreSQL server's files; nil for the others
 	stopOnce sync.Once
 	stopErr  error
 }

@@ -7,8 +7,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // OpenDB opens a plain database/sql pool on dsn with the driver
@@ -84,24 +82,11 @@ func ClosedAddr(t testing.TB) string {
 
 // AdminConn returns a connection, closed when the test ends, of a user of
 // s who may change its global settings and users: AdminDSN's user, or for
-// MariaDB, when AdminDSN is "" or refused, root over TCP (the local
-// server's root@127.0.0.1 has no password, the Docker image's has the test
-// password).
+// MariaDB, when AdminDSN is "" or refused, root over TCP (see adminDSNs).
 func AdminConn(t testing.TB, ctx context.Context, s *Server) *sql.Conn {
 	t.Helper()
-	var dsns []string
-	if dsn := s.AdminDSN(); dsn != "" {
-		dsns = append(dsns, dsn)
-	}
-	if s.Kind == KindMariaDB {
-		for _, password := range []string{"", DefaultPassword} {
-			cfg := mysql.NewConfig()
-			cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", password, "tcp", s.Addr()
-			dsns = append(dsns, cfg.FormatDSN())
-		}
-	}
 	var errs []error
-	for _, dsn := range dsns {
+	for _, dsn := range s.adminDSNs() {
 		c, err := OpenDB(t, s.DriverName(), dsn).Conn(ctx)
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
