@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	_ "github.com/respool/respool" // driver "respool"
+	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -94,12 +94,11 @@ type writer interface {
 	close() error
 }
 
-// openRespool opens respool as a user does, sql.Open("respool", dsn), with
-// a pool of poolSize and the DSN keys keys.
-//
-// TODO(issue 16 item 4): respool has no per-dial password hook on main
-// yet; until it has, the rotation scenario runs it with the password of
-// its DSN, the old one (see rotationPending).
+// openRespool opens respool as a user does: sql.Open("respool", dsn) with
+// a pool of poolSize and the DSN keys keys, or, when t has a secret, the
+// DSN parsed (respool.ParseDSN) with a per-dial hook
+// (PgxBeforeConnect, MySQLBeforeConnect) giving each connection the
+// current password, then sql.OpenDB.
 func openRespool(keys string) func(t target) (writer, error) {
 	return func(t target) (writer, error) {
 		k := "respool_max_conns=" + strconv.Itoa(poolSize)
@@ -109,11 +108,33 @@ func openRespool(keys string) func(t target) (writer, error) {
 		if t.lifetime > 0 {
 			k += "&respool_max_lifetime=" + t.lifetime.String() + "&respool_max_lifetime_jitter=0s"
 		}
-		db, err := sql.Open("respool", t.dsn(k))
+		if t.secret == nil {
+			db, err := sql.Open("respool", t.dsn(k))
+			if err != nil {
+				return nil, err
+			}
+			return &sqlWriter{db: db, kind: t.kind}, nil
+		}
+		cfg, err := respool.ParseDSN(t.dsn(k))
 		if err != nil {
 			return nil, err
 		}
-		return &sqlWriter{db: db, kind: t.kind}, nil
+		if t.kind == servers.KindPostgres {
+			cfg.PgxBeforeConnect = func(_ context.Context, c *pgx.ConnConfig) error {
+				c.Password = *t.secret.Load()
+				return nil
+			}
+		} else {
+			cfg.MySQLBeforeConnect = func(_ context.Context, c *mysql.Config) error {
+				c.Passwd = *t.secret.Load()
+				return nil
+			}
+		}
+		c, err := respool.NewConnector(*cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &sqlWriter{db: sql.OpenDB(c), kind: t.kind}, nil
 	}
 }
 

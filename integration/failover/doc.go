@@ -28,10 +28,10 @@
 //  4. rotation: the password of the clients' user changes (ALTER USER) on
 //     PostgreSQL and MariaDB while they write, connections living 2 s so
 //     that every pool dials again; each client's per-dial password hook
-//     (pgx stdlib's OptionBeforeConnect, pgxpool's BeforeConnect,
-//     go-sql-driver/mysql's BeforeConnect) gives the new password from then
-//     on: failed writes and dials over 3 s, PostgreSQL first, then MariaDB. respool has no such hook yet
-//     and dials with its DSN's password (rotationPending).
+//     (respool's PgxBeforeConnect and MySQLBeforeConnect, pgx stdlib's
+//     OptionBeforeConnect, pgxpool's BeforeConnect, go-sql-driver/mysql's
+//     BeforeConnect) gives the new password from then on: failed writes and
+//     dials over 3 s, PostgreSQL first, then MariaDB.
 //
 // The suite starts its own servers (two PostgreSQL primaries, a standby of
 // the first, MariaDB; local binaries only: servers.Local) and stops them.

@@ -102,7 +102,7 @@ func (r *report) table(took time.Duration) string {
 				b.WriteString("\n")
 			}
 			row("writes/s before the fault", func(_ client, o *outcome) string { return fmt.Sprintf("%.0f", o.before) })
-			row("failed writes", func(c client, o *outcome) string { return failures(o) + pendingMark(sc, c) })
+			row("failed writes", func(c client, o *outcome) string { return failures(o) })
 			if sc.recovery {
 				row("first write after "+sc.event, func(_ client, o *outcome) string { return since(o.first) })
 				if sc.name == "promote" {
@@ -120,15 +120,11 @@ func (r *report) table(took time.Duration) string {
 		"demote: A made read-only in place, B a second writable primary, a recovery is a write on B (%v measured). "+
 		"promote: A stopped with -m immediate, its streaming standby B promoted %v later. read_only: MariaDB read_only=1 for %v. "+
 		"rotation: ALTER USER of the clients' user, connections living %v, each client's per-dial password hook given the new "+
-		"password (respool: none yet, its DSN's password) over %v. Failed writes are counted from the fault: read-only (25006, 1290, 1792), "+
+		"password over %v. Failed writes are counted from the fault: read-only (25006, 1290, 1792), "+
 		"connection (refused, broken, no read-write server, the pool's fail-fast), deadline, auth (28P01, 1045), other. "+
 		"%s, %d CPUs, race detector %s; the suite took %v, servers' start included.\n",
 		writers, poolSize, poolSize, writeDeadline, demoteWindow, outage, readOnlyWindow, lifetime, rotationWindow,
 		runtime.Version(), runtime.NumCPU(), onOff(raceEnabled), took.Round(time.Second))
-	if rotationPending {
-		b.WriteString("¹ respool has no per-dial password hook yet (issue 16 item 4): it dials with its DSN's password, " +
-			"the old one, after the rotation.\n")
-	}
 	return b.String()
 }
 
@@ -144,15 +140,6 @@ func failures(o *outcome) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d (%s)", o.failed(), strings.Join(parts, ", "))
-}
-
-// pendingMark flags respool's rotation cells while it has no per-dial
-// password hook.
-func pendingMark(sc scenario, c client) string {
-	if sc.name == "rotation" && c.respool && rotationPending {
-		return " ¹"
-	}
-	return ""
 }
 
 // since formats a recovery time, or says there was none.

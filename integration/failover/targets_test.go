@@ -16,13 +16,6 @@ const targetsEnv = "RESPOOL_FAILOVER_TARGETS"
 
 func targetsOn() bool { return os.Getenv(targetsEnv) == "1" }
 
-// rotationPending says respool has no per-dial password hook yet, so that
-// its rotation runs on a static DSN and its target is not asserted.
-//
-// TODO(issue 16 item 4): false once respool's credentials hook is on
-// main, with openRespool giving it target.secret.
-const rotationPending = true
-
 // Issue 16's targets for respool.
 const (
 	maxDemoteAll        = time.Second            // every writer on the writable server after the demotion
@@ -54,7 +47,6 @@ const (
 //     s (pgx stdlib and pgxpool 0.2–0.9 s), every writer ≤ 500 ms: 2.2–2.9
 //     s or none within 5 s; dials during the outage ≤ 30: 14–31 (pgxpool
 //     67–85);
-//   - rotation: pending respool's per-dial password hook (rotationPending).
 type byDefault bool
 
 // checkTargets asserts issue 16's targets on every respool column of rep:
@@ -95,8 +87,8 @@ func checkTargets(t *testing.T, rep *report) {
 		if o := rep.outcome("read_only", c); o != nil {
 			want(true, o.all >= 0, "not every writer wrote again within %v after read_only off", recoverBound)
 		}
-		if o := rep.outcome("rotation", c); o != nil && (!rotationPending || all) {
-			want(false, o.failed() <= maxRotationFailures, "%d failed writes across the rotation; want %d",
+		if o := rep.outcome("rotation", c); o != nil {
+			want(true, o.failed() <= maxRotationFailures, "%d failed writes across the rotation; want %d",
 				o.failed(), maxRotationFailures)
 		}
 	}
