@@ -96,7 +96,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
 	if !forReads(cfg) {
-		c.role = &serverRole{connector: base}
+		c.role = &serverRole{connector: base, clock: cmp.Or(pc.Clock, clock.System())}
 	}
 	hooks := &connHooks{
 		initSQL: cfg.InitSQL, afterConnect: cfg.AfterConnect,

@@ -67,6 +67,9 @@ func (f physFactory) create(ctx context.Context, guarded func(context.Context) (
 	if err != nil {
 		return nil, err
 	}
+	if f.role != nil {
+		f.role.made(gen)
+	}
 	return &physConn{Conn: c, wire: dials.adopt(), gen: gen}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/respool/respool/clock"
 	"github.com/respool/respool/dbguard"
 )
 
@@ -29,20 +30,64 @@ import (
 // are dialed from the DSN again: with several hosts and
 // target_session_attrs=read-write, pgx finds the writable one.
 //
+// The generation moves at most once a readOnlyStay: a connection made
+// since the last move that is refused too goes to a server the DSN still
+// finds read-only (one host, or several without target_session_attrs),
+// where a new one would be refused as well: it is kept, its caller gets
+// the refusal as the plain driver gives it, and nothing is dialed, until
+// readOnlyStay has passed since the move, or since the first connection
+// made after it when that came later (settled). A server read-only for
+// long thus costs at most one pool's worth of new connections a
+// readOnlyStay, not one a refused write.
+//
 // A Connector whose DSN asks for reads (see forReads) has none: a
 // read-only server is what it wants.
 type serverRole struct {
-	gen atomic.Uint64 // the current generation
+	gen   atomic.Uint64 // the current generation
+	moved atomic.Int64  // when it last moved (or its first connection was made), in clock's UnixNano; 0: never
+	fresh atomic.Bool   // it moved, and no connection was made since
+	clock clock.Clock
 	// connector makes the connection that asks the server its state when
 	// the refused one is gone (rejectReadOnly: the driver closed it).
 	connector driver.Connector
 	checking  atomic.Bool // such a connection is under way
 }
 
-// refused notes a refusal as read-only on a connection of generation gen.
-// A connection of an older generation says nothing new: its generation has
-// been left already.
-func (r *serverRole) refused(gen uint64) { r.gen.CompareAndSwap(gen, gen+1) }
+// readOnlyStay is the least time between two moves of the generation.
+const readOnlyStay = time.Second
+
+// refused notes a refusal as read-only, by a server that takes no writes
+// from any session, on a connection of generation gen, and reports whether
+// that connection is to be left (closed, its write run elsewhere): yes for
+// a connection of an older generation (left already) and for one of the
+// current generation when the generation moves; no when it is settled.
+func (r *serverRole) refused(gen uint64) bool {
+	if r.settled(gen) {
+		return false
+	}
+	if r.gen.CompareAndSwap(gen, gen+1) {
+		r.moved.Store(r.clock.Now().UnixNano())
+		r.fresh.Store(true)
+	}
+	return true
+}
+
+// made notes a connection made in generation gen: the first one made
+// after a move starts readOnlyStay again, so that the time the pool took
+// to dial does not count.
+func (r *serverRole) made(gen uint64) {
+	if gen == r.gen.Load() && r.fresh.CompareAndSwap(true, false) {
+		r.moved.Store(r.clock.Now().UnixNano())
+	}
+}
+
+// settled reports whether a refusal on a connection of generation gen
+// moves nothing: gen is the current generation, which a refusal began
+// less than readOnlyStay ago. The server need not be asked then.
+func (r *serverRole) settled(gen uint64) bool {
+	last := r.moved.Load()
+	return last != 0 && gen == r.gen.Load() && r.clock.Now().UnixNano()-last < int64(readOnlyStay)
+}
 
 // errLeftReadOnly refuses a connection made before a write was refused
 // as read-only: the pool closes it and looks for another.
@@ -128,11 +173,10 @@ func (c *conn) leaveReadOnly(ctx context.Context, mark uint64, err error) error 
 		c.txRefusal = err
 		return err
 	}
-	if !c.serverReadOnly(ctx, err) {
+	if r.settled(pc.gen) || !c.serverReadOnly(ctx, err) || !r.refused(pc.gen) {
 		return err
 	}
 	c.broken = true
-	r.refused(pc.gen)
 	if c.c.watch != nil {
 		c.c.watch.forget() // the host it preferred takes no writes now
 	}
@@ -152,9 +196,9 @@ func (c *conn) leaveReadOnlyAfterTx() {
 	if refusal == nil || c.pc == nil {
 		return
 	}
-	if c.serverReadOnly(context.Background(), refusal) {
+	r := c.c.role
+	if !r.settled(c.pc.gen) && c.serverReadOnly(context.Background(), refusal) && r.refused(c.pc.gen) {
 		c.broken = true
-		c.c.role.refused(c.pc.gen)
 	}
 }
 
@@ -200,7 +244,7 @@ func (c *conn) serverReadOnly(ctx context.Context, err error) bool {
 // session, within ctx and timeout. One question is asked at a time:
 // refusals while it is under way leave the answer to it.
 func (r *serverRole) checkAfterBadConn(ctx context.Context, gen uint64, timeout time.Duration) {
-	if r.gen.Load() != gen || !r.checking.CompareAndSwap(false, true) {
+	if r.gen.Load() != gen || r.settled(gen) || !r.checking.CompareAndSwap(false, true) {
 		return
 	}
 	defer r.checking.Store(false)
