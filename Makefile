@@ -9,8 +9,9 @@ BENCH_TIME ?= 200ms
 # The fault suite's report, and extra go test flags for it (FAULTS_FLAGS=-race).
 FAULTS_REPORT ?= $(or $(TMPDIR),/tmp)/respool-faults.md
 FAULTS_FLAGS ?=
+FAILOVER_REPORT ?= $(or $(TMPDIR),/tmp)/respool-failover.md
 
-.PHONY: help test test-race test-unit test-integration faults lint bench demo check tidy api
+.PHONY: help test test-race test-unit test-integration faults failover lint bench demo check tidy api
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -34,6 +35,12 @@ faults: ## the fault suite alone (issue 9; ~3 min): every pool under kill, limit
 	rm -f $(FAULTS_REPORT)
 	cd integration && RESPOOL_FAULT_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 8m $(FAULTS_FLAGS) -run '^TestFaults$$' ./faults/; \
 		status=$$?; echo; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
+
+failover: ## the failover suite alone (issue 16; ~1 min): demoted primary, promoted standby, MariaDB read_only, password rotation, every client side by side, printed as a table; RESPOOL_FAILOVER_TARGETS=1 asserts respool's targets
+	bash scripts/ensure-mariadb.sh
+	rm -f $(FAILOVER_REPORT)
+	cd integration && RESPOOL_FAILOVER_REPORT=$(FAILOVER_REPORT) $(GO) test -count=1 -timeout 5m $(FAULTS_FLAGS) -run '^TestFailover$$' ./failover/; \
+		status=$$?; echo; cat $(FAILOVER_REPORT) 2>/dev/null; exit $$status
 
 lint: ## a gofmt check, the API's size (at most 400 exported identifiers: make api), then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -41,6 +41,7 @@ type ConnectPhaseError struct {
 
 	pending bool          // the attempt was still under way when the wait ended
 	elapsed time.Duration // time spent in the phase
+	timeout error         // pgconn's timeout error for a pgx wait its deadline ended (see pgTimeout); else nil
 }
 
 func (e *ConnectPhaseError) Error() string {
@@ -52,7 +53,15 @@ func (e *ConnectPhaseError) Error() string {
 		e.Addr, e.Phase, phaseHint(e.Phase), e.elapsed.Round(time.Millisecond), e.Err)
 }
 
-func (e *ConnectPhaseError) Unwrap() error { return e.Err }
+// Unwrap returns Err and, for pgx when a deadline ended the wait,
+// pgconn's timeout error, so that pgconn.Timeout(err) reports true as it
+// does for pgx's driver.
+func (e *ConnectPhaseError) Unwrap() []error {
+	if e.timeout != nil {
+		return []error{e.Err, e.timeout}
+	}
+	return []error{e.Err}
+}
 
 // connectPhase is where a connection attempt is (see dialLog.at).
 type connectPhase uint8
@@ -191,6 +200,10 @@ func hung(err error) bool {
 // attemptSet is a Connector's connection attempts under way, and the last
 // one that was given up on (see explain). Its methods are nil-safe.
 type attemptSet struct {
+	// pgx: the attempts are pgx's, whose error for a wait its deadline
+	// ended satisfies pgconn.Timeout (see explain); set before the first.
+	pgx bool
+
 	mu   sync.Mutex // guards the fields below
 	logs map[*dialLog]struct{}
 	last *ConnectPhaseError // the last attempt that ended hung
@@ -269,13 +282,16 @@ func (s *attemptSet) explain(err error, own bool) error {
 			oldest = e
 		}
 	}
-	if oldest != nil {
-		return oldest
-	}
-	if own && s.last != nil {
+	if own && s.last != nil && oldest == nil {
 		e := *s.last
 		e.Err = err
-		return &e
+		oldest = &e
 	}
-	return err
+	if oldest == nil {
+		return err
+	}
+	if s.pgx && errors.Is(oldest.Err, context.DeadlineExceeded) {
+		oldest.timeout, _ = pgTimeout.Load().(error) // as pgx's driver: pgconn.Timeout(err) holds
+	}
+	return oldest
 }

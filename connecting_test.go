@@ -195,7 +195,8 @@ func pingWithin(t *testing.T, driverName, dsn string, d time.Duration) error {
 // accept queue is full) ends a caller's wait at its deadline with an error
 // that still matches context.DeadlineExceeded and names the address and
 // the phase the attempt was in; respool said "context deadline exceeded"
-// and nothing else. The plain driver's error is logged beside it.
+// and nothing else. The plain driver's error is logged beside it, and
+// pgconn.Timeout says of both the same (true for pgx).
 func TestHungConnectNamesAddressAndPhase(t *testing.T) {
 	for _, c := range hungCases(t) {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,6 +205,9 @@ func TestHungConnectNamesAddressAndPhase(t *testing.T) {
 			err := pingWithin(t, "respool", c.plainDSN+"&respool_log=off", wait)
 			checkHungError(t, c, err, context.DeadlineExceeded)
 			plain := pingWithin(t, c.driver, c.plainDSN, wait)
+			if pgconn.Timeout(err) != pgconn.Timeout(plain) {
+				t.Errorf("pgconn.Timeout: respool %v, plain %s %v; want the same", pgconn.Timeout(err), c.driver, pgconn.Timeout(plain))
+			}
 			t.Logf("respool: %v\nplain %s: %v", err, c.driver, plain)
 		})
 	}

@@ -95,6 +95,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 	}
 	pc := cfg.poolConfig()
 	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	c.attempts.pgx = cfg.DriverName == "pgx" || cfg.DriverName == "pgx/v5"
 	if !forReads(cfg) {
 		c.role = &serverRole{connector: base, clock: cmp.Or(pc.Clock, clock.System())}
 	}
