@@ -244,3 +244,40 @@ func pgxpoolReset(t *testing.T, ctx context.Context) (idle, inUse time.Duration)
 	inUse = waitSessions(t, ctx, "pgxpool: those in use closed once released", count, 0)
 	return idle, inUse
 }
+
+// TestReadOnlyRefusalClosesIdleSessionsAtOnce (issue 16 item 1): a write
+// refused by a server demoted for everyone closes the pool's idle
+// connections to it at once, not when each is next taken: with 4
+// connections idle and one write refused in a transaction (which nothing
+// runs again, so no other connection is taken), the server lists none of
+// the pool's sessions within 5s.
+func TestReadOnlyRefusalClosesIdleSessionsAtOnce(t *testing.T) {
+	ctx := ctxT(t)
+	const poolSize = 4
+	app := appName("respool-demoted")
+	count := appSessions(t, ctx, app)
+	servers.MustExec(t, ctx, monitor(t, pg), "DROP TABLE IF EXISTS respool_reset_demoted", "CREATE TABLE respool_reset_demoted (n int)")
+	db, c := openDB(t, withKeys(pg, fmt.Sprintf("application_name=%s&respool_max_conns=%d", app, poolSize)))
+	warm(t, ctx, db, poolSize)
+	if n := count(); n != poolSize {
+		t.Fatalf("%d sessions after warming, want %d", n, poolSize)
+	}
+	demote(t, ctx, pg)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO respool_reset_demoted VALUES (1)")
+	if readOnlyCode(err) == "" {
+		t.Fatalf("a write in a transaction on the demoted server: %v; want its refusal", err)
+	}
+	if err := tx.Rollback(); err != nil { // the server is asked now: read-only for everyone
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	gone := waitSessions(t, wctx, "the demoted server's idle sessions closed", count, 0)
+	servers.WaitFor(t, wctx, "the pool to count them", func() (bool, error) { return c.Stats().Destroys.Reset >= poolSize-1, nil })
+	t.Logf("after the refusal, the pool's %d sessions at the demoted server closed within %v; %d closed as reset",
+		poolSize, gone.Round(time.Millisecond), c.Stats().Destroys.Reset)
+}
