@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/resilience"
 )
@@ -39,6 +40,9 @@ func TestConnectorResetAndResize(t *testing.T) {
 	}
 	if s := c.Stats(); s.MaxObjects != 2 {
 		t.Fatalf("MaxObjects %d after Resize(2, 0), want 2", s.MaxObjects)
+	}
+	if src := health.FromConnector(c, nil); src.Reset == nil || src.Resize == nil {
+		t.Fatal("health.FromConnector offers no Reset or Resize for a *Connector")
 	}
 	err := c.Resize(5, 0)
 	var ce *resilience.ConfigError
