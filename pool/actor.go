@@ -553,6 +553,9 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 	case e.gen != p.retire.Load()>>1: // given back across a Reset
 		idleLeft--
 		p.destroy(e, reasonReset)
+	case a.surplus() > 0: // more than a Resize allows
+		idleLeft--
+		p.destroy(e, reasonResized)
 	case e.expiresAt != 0 && now >= e.expiresAt:
 		idleLeft--
 		p.destroy(e, reasonLifetime)

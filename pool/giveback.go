@@ -41,10 +41,12 @@ func (p *Pool[T]) giveBack(h Handle[T]) error {
 		p.destroy(e, reasonInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
 		p.destroy(e, reasonLifetime)
-	case r != e.gen<<1: // a Reset since it was made, or a Resize that shrank the pool
-		p.retireEntry(e, r)
+	case r>>1 != e.gen: // a Reset since it was made
+		p.destroy(e, reasonReset)
 	case p.f.AfterGiveBack != nil && !p.closed.Load():
-		p.afterGiveBack(e)
+		p.afterGiveBack(e) // then putIdle, which looks at retire again
+	case r&1 != 0: // the pool holds more than its size: the actor decides
+		p.retireEntry(e, r)
 	default:
 		p.putIdleAt(e, r)
 	}

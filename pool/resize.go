@@ -132,6 +132,12 @@ func (a *actor[T]) onRetire() {
 		g.limit = min(g.limit, a.maxObjects)
 	}
 	a.needRefill = true
+	a.retireIdle()
+}
+
+// retireIdle looks at every idle object (place).
+func (a *actor[T]) retireIdle() {
+	p := a.p
 	for i := range p.idle.shards {
 		// Oldest first: the objects given back longest ago go first, and
 		// those kept go back in their order.
@@ -184,12 +190,16 @@ func (a *actor[T]) surplus() int {
 // publishSurplus sets bit 0 of retire while the pool holds more than its
 // size in force, so that give-backs come to the actor (place), and clears
 // it once it does not; stored only when it changes: give-backs read it.
+// Once set, it looks at the idle objects again: one given back after the
+// last look, whose giver read retire before the bit was set (putIdleAt),
+// is idle by now.
 func (a *actor[T]) publishSurplus() {
 	p := a.p
 	over := a.surplus() > 0 && !a.closing
 	if r := p.retire.Load(); over != (r&1 == 1) {
 		if over {
 			p.retire.Or(1)
+			a.retireIdle()
 		} else {
 			p.retire.And(^uint64(1))
 		}
