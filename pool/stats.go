@@ -42,7 +42,9 @@ type Stats struct {
 	// Closed is true once Close or StartClose has been called: every Take
 	// from then on fails with ErrClosed (for a Keyed: once the Keyed began
 	// closing). Health checks read it.
-	Closed     bool
+	Closed bool
+	// MaxObjects is the size in force: Config.MaxObjects, or the last
+	// Resize's.
 	MaxObjects int
 	// EffectiveMaxObjects is the most objects the pool makes now:
 	// MaxObjects, or fewer while back-pressure (Config.BackPressure) holds
