@@ -121,6 +121,8 @@ func TestResetAndResizeAtTheServer(t *testing.T) {
 	if err := c.Resize(2, 0); err != nil {
 		t.Fatal(err)
 	}
+	// The idle sessions beyond 2 left by the load are closed first.
+	servers.WaitFor(t, ctx, "Resize(2, 0): at most 2 sessions", func() (bool, error) { return count() <= 2, nil })
 	var most atomic.Int64
 	var wg sync.WaitGroup
 	for range 6 {
