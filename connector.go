@@ -131,6 +131,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, err
 	}
 	c.testTimeout = c.pool.Config().TestTimeout
+	if c.role != nil {
+		c.role.reset = c.pool.Reset
+	}
 	return c, nil
 }
 
@@ -273,6 +276,45 @@ func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)"
 // their failures, the waits), unlike sql.DB.Stats, which sees connections
 // only while they are in use.
 func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
+
+// Reset closes every connection made before it, for when something made
+// them all stale at once (a failover, a server demoted to read-only, a
+// changed password you want every session to pick up), as pgxpool's Reset
+// does: idle connections are closed now, connections in use when they are
+// given back (database/sql gives one back when its *sql.Conn, *sql.Tx or
+// *sql.Rows ends; a caller's transaction is not cut), and connections
+// being opened when they arrive; none is handed out again, and no query
+// fails because of it. New ones are dialed from the DSN (Pool.MinIdle
+// refilled at once). They are counted in Stats().Destroys.Reset. It
+// returns without waiting for them to close; on a closed Connector it does
+// nothing. A Group member resets its own connections only.
+func (c *Connector) Reset() {
+	if c.role != nil {
+		c.role.gen.Add(1) // a refusal on a connection made before resets nothing more
+	}
+	c.pool.Reset()
+}
+
+// Resize changes the pool's size while it runs: at most maxConns
+// connections from now on (at least 1, at most the Config's
+// Pool.MaxObjects, respool_max_conns, which the pool was made with: make
+// it the most you may want, and Resize it down), and minIdle kept idle (0
+// to maxConns; for a Group member at most its Config's Pool.MinIdle).
+// Shrinking closes idle connections first, then connections given back
+// while more than maxConns are open (Stats().Destroys.Resized), never one
+// in use; growing serves the callers waiting at once. A bad value gets an
+// error matching ErrInvalidConfig, with the *resilience.ConfigError naming
+// it and what is accepted, and changes nothing; a closed Connector,
+// pool.ErrClosed. A Group's MaxConns does not change. See pool.Pool.Resize.
+func (c *Connector) Resize(maxConns, minIdle int) error {
+	if err := c.pool.Resize(maxConns, minIdle); err != nil {
+		if errors.As(err, new(*resilience.ConfigError)) {
+			return fmt.Errorf("%w: %s: Resize: %w", ErrInvalidConfig, c.Name(), err)
+		}
+		return err
+	}
+	return nil
+}
 
 // ResilienceStats returns the statistics of the resilience around the pool:
 // the breaker's state (Breaker.State) and counters, the pause, the retries

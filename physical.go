@@ -60,7 +60,7 @@ func (f physFactory) create(ctx context.Context, guarded func(context.Context) (
 	f.attempts.track(dials)
 	var gen uint64
 	if f.role != nil {
-		gen = f.role.gen.Load() // before the dial: a refusal during it makes the connection old
+		gen = f.role.gen.Load() // before the dial: a refusal during it makes the connection old (the pool destroys it: see serverRole)
 	}
 	c, err := guarded(ctx)
 	f.attempts.end(dials)
@@ -186,9 +186,6 @@ func (f physFactory) poolFactory() pool.Factory[driver.Conn] {
 // that could not be reset is not safe to hand out.
 func (f physFactory) beforeHandOut(ctx context.Context, c driver.Conn) error {
 	pc := c.(*physConn)
-	if f.role != nil && pc.gen != f.role.gen.Load() {
-		return errLeftReadOnly
-	}
 	pc.served = true
 	if err := resetSession(ctx, pc.Conn); err != nil {
 		return err

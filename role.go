@@ -24,11 +24,14 @@ import (
 // connection of the current generation, when the server takes no writes
 // from any session (see conn.serverReadOnly), means that every connection
 // made so far goes to a server that takes no writes: the generation moves
-// on, the refused connection is closed as it is given back, and every
-// connection of an older generation is closed when it is next taken from
-// idle (physFactory.beforeHandOut), without a statement. New connections
-// are dialed from the DSN again: with several hosts and
-// target_session_attrs=read-write, pgx finds the writable one.
+// on and the pool is Reset (pool.Pool.Reset), so that every idle connection
+// is closed at once, every one in use when it is given back (the refused
+// one among them) and every one being made when it arrives; none is
+// handed out again. New connections are dialed from the DSN again: with
+// several hosts and target_session_attrs=read-write, pgx finds the
+// writable one. The generation keeps a refusal on a connection made before
+// the last Reset (one in use then) from resetting the pool again, which
+// would close the new connections to the writable server.
 //
 // The generation moves at most once a readOnlyStay: a connection made
 // since the last move that is refused too goes to a server the DSN still
@@ -47,6 +50,7 @@ type serverRole struct {
 	moved atomic.Int64  // when it last moved (or its first connection was made), in clock's UnixNano; 0: never
 	fresh atomic.Bool   // it moved, and no connection was made since
 	clock clock.Clock
+	reset func() // the Connector's pool's Reset
 	// connector makes the connection that asks the server its state when
 	// the refused one is gone (rejectReadOnly: the driver closed it).
 	connector driver.Connector
@@ -57,10 +61,11 @@ type serverRole struct {
 const readOnlyStay = time.Second
 
 // refused notes a refusal as read-only, by a server that takes no writes
-// from any session, on a connection of generation gen, and reports whether
-// that connection is to be left (closed, its write run elsewhere): yes for
-// a connection of an older generation (left already) and for one of the
-// current generation when the generation moves; no when it is settled.
+// from any session, on a connection of generation gen, resets the pool
+// when the generation moves, and reports whether that connection is to be
+// left (closed, its write run elsewhere): yes for a connection of an older
+// generation (left already) and for one of the current generation when
+// the generation moves; no when it is settled.
 func (r *serverRole) refused(gen uint64) bool {
 	if r.settled(gen) {
 		return false
@@ -68,6 +73,7 @@ func (r *serverRole) refused(gen uint64) bool {
 	if r.gen.CompareAndSwap(gen, gen+1) {
 		r.moved.Store(r.clock.Now().UnixNano())
 		r.fresh.Store(true)
+		r.reset()
 	}
 	return true
 }
@@ -88,10 +94,6 @@ func (r *serverRole) settled(gen uint64) bool {
 	last := r.moved.Load()
 	return last != 0 && gen == r.gen.Load() && r.clock.Now().UnixNano()-last < int64(readOnlyStay)
 }
-
-// errLeftReadOnly refuses a connection made before a write was refused
-// as read-only: the pool closes it and looks for another.
-var errLeftReadOnly = errors.New("respool: a write was refused as read-only since this connection was made: it is closed")
 
 // forReads reports whether cfg's DSN asks for connections to a server that
 // may be read-only: pgx's target_session_attrs read-only, standby,

@@ -35,10 +35,11 @@ func TestForReads(t *testing.T) {
 // new generation within readOnlyStay moves nothing (the DSN still finds a
 // read-only server: the connection is kept, nothing is dialed), one of an
 // older generation is still left; after readOnlyStay the next refusal
-// moves it again.
+// moves it again. Each move, and only a move, resets the pool.
 func TestReadOnlyGenerationMovesOnceAStay(t *testing.T) {
 	clk := clocktest.New(time.Unix(1_000_000, 0))
-	r := &serverRole{clock: clk}
+	resets := 0
+	r := &serverRole{clock: clk, reset: func() { resets++ }}
 	if r.settled(0) || !r.refused(0) || r.gen.Load() != 1 {
 		t.Fatalf("first refusal: settled %v, generation %d; want it left, generation 1", r.settled(0), r.gen.Load())
 	}
@@ -52,6 +53,9 @@ func TestReadOnlyGenerationMovesOnceAStay(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	if r.settled(1) || !r.refused(1) || r.gen.Load() != 2 {
 		t.Fatalf("a refusal after the stay: settled %v, generation %d; want it left, generation 2", r.settled(1), r.gen.Load())
+	}
+	if resets != 2 {
+		t.Fatalf("the pool was reset %d times for 2 moves", resets)
 	}
 	// The stay runs from the first connection made after the move when
 	// dialing it took longer.

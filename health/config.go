@@ -41,6 +41,15 @@ type Config struct {
 	// begin with '/' and differ from the others. Empty means /livez,
 	// /readyz and /health.
 	LivePath, ReadyPath, ReportPath string
+	// AdminPath, when set, turns on the Handler's admin endpoints under it,
+	// for POST only: AdminPath/{source}/reset resets the source's pool
+	// (Source.Reset: every connection closed, idle ones now, those in use
+	// when given back) and AdminPath/{source}/resize with max and min_idle
+	// (form or query values) resizes it (Source.Resize). They change the
+	// pools: serve them only where operators reach them, as the Handler
+	// authenticates nobody. It must begin with '/', not end with one, and
+	// differ from the other paths. Empty means no admin endpoint.
+	AdminPath string
 }
 
 // withDefaults validates c and returns it with its defaults filled in.
@@ -77,6 +86,14 @@ func (c Config) withDefaults() (Config, error) {
 			return c, resil.Check(false, "health", f.field, *f.p, "a path other than "+other+"'s")
 		}
 		seen[*f.p] = f.field
+	}
+	if c.AdminPath != "" {
+		if !strings.HasPrefix(c.AdminPath, "/") || strings.HasSuffix(c.AdminPath, "/") {
+			return c, resil.Check(false, "health", "AdminPath", c.AdminPath, "a path beginning with '/' and not ending with one (empty: no admin endpoint)")
+		}
+		if other, ok := seen[c.AdminPath]; ok {
+			return c, resil.Check(false, "health", "AdminPath", c.AdminPath, "a path other than "+other+"'s")
+		}
 	}
 	return c, nil
 }

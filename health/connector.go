@@ -21,12 +21,23 @@ type Guarded interface {
 // ping as its Probe (none when ping is nil). For a database/sql Connector,
 // ping is the *sql.DB's PingContext: a round trip to the server on a pooled
 // connection, through the breaker (a ping that succeeds while the circuit
-// is half-open closes it). A closed Connector's Stats say Closed, so the
+// is half-open closes it). Its Reset and Resize, when it has them (a
+// *respool.Connector has), serve the admin endpoints (Config.AdminPath). A
+// closed Connector's Stats say Closed, so the
 // Source is not ready ("closed") without a ping; a closed *sql.DB fails the
 // ping.
 //
 //	db := sql.OpenDB(connector)
 //	checker.Add(connector.Name(), health.FromConnector(connector, db.PingContext))
 func FromConnector(c Guarded, ping func(ctx context.Context) error) Source {
-	return Source{Stats: c.Stats, Breaker: c.Breaker(), Pause: c.Pause(), Probe: ping}
+	s := Source{Stats: c.Stats, Breaker: c.Breaker(), Pause: c.Pause(), Probe: ping}
+	if r, ok := c.(interface{ Reset() }); ok {
+		s.Reset = r.Reset
+	}
+	if r, ok := c.(interface {
+		Resize(maxConns, minIdle int) error
+	}); ok {
+		s.Resize = r.Resize
+	}
+	return s
 }

@@ -14,6 +14,19 @@ import (
 //     request's context);
 //   - Config.ReportPath (/health): the Report as JSON, 200.
 //
+// With Config.AdminPath set (off by default), it serves for POST only:
+//
+//   - AdminPath/{source}/reset: Source.Reset; 200 and
+//     {"source":…,"action":"reset"};
+//   - AdminPath/{source}/resize with the form or query values max and
+//     min_idle (both integers, both required): Source.Resize; 200 and the
+//     size in force ({"source":…,"action":"resize","max_objects":…,
+//     "min_idle":…}).
+//
+// An unknown source, or one without Reset or Resize, gets 404; a missing or
+// malformed value, or one Resize refuses, 400 naming it and what is
+// accepted; a closed pool 409. Errors are JSON {"error":…}.
+//
 // Other paths get 404, other methods 405. Mount it at the root or under a
 // prefix with http.StripPrefix.
 func (c *Checker) Handler() http.Handler {
@@ -34,6 +47,10 @@ func (c *Checker) Handler() http.Handler {
 	mux.HandleFunc("GET "+c.cfg.ReportPath, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, c.Report())
 	})
+	if c.cfg.AdminPath != "" {
+		mux.HandleFunc("POST "+c.cfg.AdminPath+"/{source}/reset", c.adminReset)
+		mux.HandleFunc("POST "+c.cfg.AdminPath+"/{source}/resize", c.adminResize)
+	}
 	return mux
 }
 

@@ -25,9 +25,14 @@ type Source struct {
 	Breaker *breaker.Breaker
 	Pause   *pause.Pause
 	Limiter *ratelimit.Limiter
+	// Reset and Resize change the pool, for the Handler's admin endpoints
+	// (Config.AdminPath): pool.Pool's Reset and Resize, or a respool
+	// Connector's. Nil: the source offers none.
+	Reset  func()
+	Resize func(maxObjects, minIdle int) error
 }
 
-// FromPool returns the Source of p: its Stats and a Probe that
+// FromPool returns the Source of p: its Stats, Reset and Resize, and a Probe that
 // takes an object (the pool's checks and hooks run, as for any caller) and
 // gives it back at once. When the object has a method Ping(ctx) error (a
 // *pgx.Conn has), the Probe pings it too, and discards it if that fails.
@@ -38,7 +43,9 @@ type Source struct {
 // Connector's breaker and pause are added.
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
-		Stats: p.Stats,
+		Stats:  p.Stats,
+		Reset:  p.Reset,
+		Resize: p.Resize,
 		Probe: func(ctx context.Context) error {
 			h, err := p.Take(ctx)
 			if err != nil {

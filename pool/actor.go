@@ -19,6 +19,8 @@ const (
 	msgYield                    // a Keyed's key gives e back while other keys' callers wait for the budget (see budget.go)
 	msgAddKey                   // a Keyed's key p joins its budget
 	msgLate                     // a call given up on (creation, test of e, hook on e) has ended, its object destroyed: free its slot
+	msgRetire                   // a Reset or a Resize: look at the idle objects, and at the size in force
+	msgSurplus                  // e is given back while the pool holds more than its size in force
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -34,6 +36,7 @@ type message[T any] struct {
 	slot      bool     // msgTake: the sender brings a slot marker
 	abandoned bool     // msgCreated, msgTested: the call outlived its bound and still runs (msgLate follows)
 	epoch     uint64   // msgCreated: the gate's epoch when the creation started
+	gen       uint64   // msgCreated: the count of Resets when the creation started
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T
@@ -71,12 +74,17 @@ type actor[T any] struct {
 	claimed, excessClaims int
 	tryClaimed            bool
 
+	// maxObjects and minIdle are the size in force (Pool.size), as the
+	// actor last read it.
+	maxObjects, minIdle int
+
 	hook func(string) // tests only: called after each event is handled
 }
 
 func newActor[T any](p *Pool[T], hook func(string)) *actor[T] {
 	a := &actor[T]{p: p, all: make(map[*entry[T]]struct{}), lastTick: p.now.Load(), hook: hook}
-	a.gate.limit = p.cfg.MaxObjects
+	a.maxObjects, a.minIdle = p.sizeNow()
+	a.gate.limit = a.maxObjects
 	return a
 }
 
@@ -128,6 +136,7 @@ func (a *actor[T]) settle() {
 		a.refill()
 	}
 	a.publishCapacity()
+	a.publishSurplus()
 	a.p.wakeIfNeeded()
 }
 
@@ -142,7 +151,7 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgPoke:
 		return "poke"
 	case msgCreated:
-		a.onCreated(m.w, m.obj, m.err, m.epoch, m.abandoned)
+		a.onCreated(m.w, m.obj, m.err, m.epoch, m.gen, m.abandoned)
 		return "created"
 	case msgTested:
 		a.onTested(m.e, m.err, m.abandoned)
@@ -159,6 +168,12 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgGC:
 		a.watchLeases()
 		return "gc"
+	case msgRetire:
+		a.onRetire()
+		return "retire"
+	case msgSurplus:
+		a.place(m.e)
+		return "surplus"
 	}
 	return "unknown"
 }
@@ -338,7 +353,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
 	a.creating++
 	a.publishBusy()
-	epoch := a.gate.epoch
+	epoch, gen := a.gate.epoch, p.retire.Load()>>1
 	parent := context.Background()
 	if w != nil && w.ctx != nil {
 		parent = context.WithoutCancel(w.ctx)
@@ -361,7 +376,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			if errBound != nil {
 				r.err = errBound
 			}
-			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, abandoned: errBound != nil})
+			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, gen: gen, abandoned: errBound != nil})
 		},
 		func(r result) {
 			if r.err == nil {
@@ -374,7 +389,10 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 // onCreated handles the end of a creation for w (nil: for nobody). With
 // abandoned, the creation was given up on at its bound and still runs: it
 // keeps its slot until it ends (msgLate).
-func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, abandoned bool) {
+//
+// An object whose creation started before the last Reset is destroyed, and
+// w, if it still waits, asks again (see resize.go).
+func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, abandoned bool) {
 	p := a.p
 	a.creating--
 	if abandoned {
@@ -397,7 +415,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, aband
 		return
 	}
 	p.counters.creates.Add(1)
-	e := &entry[T]{obj: obj, pool: p, home: a.nextHome}
+	e := &entry[T]{obj: obj, pool: p, home: a.nextHome, gen: gen}
 	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		// A clock read, not the coarse now, which may be an interval old.
@@ -408,6 +426,11 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, aband
 	switch {
 	case a.closing:
 		p.destroy(e, reasonClosed)
+	case gen != p.retire.Load()>>1: // made across a Reset
+		p.destroy(e, reasonReset)
+		if w != nil && w.state.Load() == waiterWaiting {
+			a.pending = append(a.pending, request[T]{w: w}) // a slot of its own if one is free, else full
+		}
 	case w != nil && w.deliver(created[T]{e: e}):
 	default:
 		e.idleSince = p.now.Load()
@@ -426,7 +449,7 @@ func (a *actor[T]) onTested(e *entry[T], err error, abandoned bool) {
 	case err != nil:
 		a.p.destroy(e, reasonTestFailed)
 	default:
-		a.p.pushIdle(e)
+		a.place(e)
 	}
 }
 
@@ -527,10 +550,16 @@ func (a *actor[T]) tickEntry(e *entry[T], now, prev, maxIdle int64, idleLeft int
 	p := a.p
 	e.lentAt = 0 // idle: see flushToQueue
 	switch {
+	case e.gen != p.retire.Load()>>1: // given back across a Reset
+		idleLeft--
+		p.destroy(e, reasonReset)
+	case a.surplus() > 0: // more than a Resize allows
+		idleLeft--
+		p.destroy(e, reasonResized)
 	case e.expiresAt != 0 && now >= e.expiresAt:
 		idleLeft--
 		p.destroy(e, reasonLifetime)
-	case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > p.cfg.MinIdle:
+	case maxIdle > 0 && now-e.idleSince >= maxIdle && idleLeft > a.minIdle:
 		idleLeft--
 		p.destroy(e, reasonIdle)
 	case e.idleSince < prev: // idle through the whole last interval
@@ -596,7 +625,7 @@ func (a *actor[T]) reportHeld(now int64) {
 // refill starts creations until MinIdle objects are idle, under test (and
 // so idle again soon) or on their way.
 func (a *actor[T]) refill() {
-	for a.p.idleCount()+a.testing+a.anon < a.p.cfg.MinIdle && a.canCreate() {
+	for a.p.idleCount()+a.testing+a.anon < a.minIdle && a.canCreate() {
 		a.setTotal(a.total + 1)
 		a.anon++
 		a.startCreate(nil)

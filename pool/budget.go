@@ -297,6 +297,7 @@ func (b *budget[T]) settle() {
 	b.grant() // evict may have found slot markers to take back
 	for _, a := range b.keys {
 		a.publishCapacity()
+		a.publishSurplus()
 		a.p.wakeIfNeeded()
 	}
 	b.publish()
@@ -555,7 +556,7 @@ func (b *budget[T]) leastRecentlyUsed() (*entry[T], *actor[T]) {
 				continue
 			}
 			a.shelveQueued()
-			spare := p.idleCount() - p.cfg.MinIdle
+			spare := p.idleCount() - a.minIdle
 			if spare <= 0 {
 				continue
 			}
@@ -630,7 +631,7 @@ func (b *budget[T]) yieldFrom(a *actor[T]) bool {
 		return false
 	}
 	if a.p.waiting.Load() == 0 {
-		return a.p.idleCount() >= a.p.cfg.MinIdle
+		return a.p.idleCount() >= a.minIdle
 	}
 	return a.total > head.total+1
 }

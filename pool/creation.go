@@ -86,7 +86,7 @@ type request[T any] struct {
 // for a probe while back-pressure has lowered it, the gate is open and
 // nothing is being created beyond it.
 func (a *actor[T]) capacity() int {
-	g, maxObjects := &a.gate, a.p.cfg.MaxObjects
+	g, maxObjects := &a.gate, a.maxObjects
 	switch {
 	case g.limit >= maxObjects:
 		return maxObjects
@@ -143,7 +143,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	if d, ok := a.backPressure(err); ok {
 		p.counters.backPressure.Add(1)
 		if alive := len(a.all); alive > 0 {
-			g.limit = min(alive, p.cfg.MaxObjects)
+			g.limit = min(alive, a.maxObjects)
 			g.failing = false // the server answers: the limit, not a backoff, governs
 			a.hold(now, addSat(now, int64(d)), nil, true)
 			a.noted(now, false, persists)
@@ -285,7 +285,7 @@ func (a *actor[T]) createError(err error, fast bool) *CreateError {
 // createSucceeded updates the gate after a creation succeeded; the new
 // entry is in a.all.
 func (a *actor[T]) createSucceeded() {
-	g, maxObjects := &a.gate, a.p.cfg.MaxObjects
+	g, maxObjects := &a.gate, a.maxObjects
 	if g.failures > 0 {
 		a.p.emit(Event{Kind: EventCreateRecovered, Failures: g.failures}, false) // logged at a bounded rate
 		a.logRecovery()
@@ -484,7 +484,7 @@ func (a *actor[T]) logGate(now int64, recovered bool, level slog.Level, extra ..
 	if g.held {
 		args = append(args, attrNextAttemptIn, time.Duration(g.retryAt-now).Round(time.Millisecond))
 	}
-	if g.limit < p.cfg.MaxObjects {
+	if g.limit < a.maxObjects {
 		args = append(args, attrEffectiveMax, g.limit)
 	}
 	if recovered {

@@ -118,6 +118,17 @@
 // object (least recently used, never below that key's MinIdle) or of one
 // given back to a key that does not need it (see Keyed).
 //
+// Reset closes every object made before it, as pgxpool's does: idle ones
+// at once, those in use when given back, those being created when their
+// creation ends (their caller gets a new one); none is handed out after
+// it. Resize changes MaxObjects and MinIdle while the pool runs, within the
+// MaxObjects it was made with (its wait queue is allocated for that):
+// growing offers the new slots to the waiting callers at once, shrinking
+// destroys idle objects first and then objects given back while the pool
+// holds more than its new size. Both cost the fast paths one atomic load
+// each way: an entry carries the count of Resets when its creation began,
+// which a Take and a GiveBack compare with the pool's (see resize.go).
+//
 // What happens to a pool (a creation failing or recovering, an object
 // destroyed and why, a leak, a hold past the threshold, closing) is an
 // Event: logged through Config.Logger (log/slog) at the level its EventKind

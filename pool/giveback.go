@@ -35,15 +35,20 @@ func (p *Pool[T]) giveBack(h Handle[T]) error {
 	if err != nil {
 		return err
 	}
+	r := p.retire.Load()
 	switch {
 	case !p.valid(e.obj):
 		p.destroy(e, reasonInvalid)
 	case e.expiresAt != 0 && p.now.Load() >= e.expiresAt:
 		p.destroy(e, reasonLifetime)
+	case r>>1 != e.gen: // a Reset since it was made
+		p.destroy(e, reasonReset)
 	case p.f.AfterGiveBack != nil && !p.closed.Load():
-		p.afterGiveBack(e)
+		p.afterGiveBack(e) // then putIdle, which looks at retire again
+	case r&1 != 0: // the pool holds more than its size: the actor decides
+		p.retireEntry(e, r)
 	default:
-		p.putIdle(e)
+		p.putIdleAt(e, r)
 	}
 	return nil
 }
@@ -99,19 +104,36 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 // putIdle makes e idle, which hands it to the longest waiter if there is one.
 // The actor does not call it: in a Keyed whose other keys' callers wait for
 // the budget, it may send e to the actor, to be destroyed for them (yield).
+//
+// An object made before the last Reset is destroyed instead, and one given
+// back while the pool holds more than its size in force goes to the actor
+// (see resize.go).
 func (p *Pool[T]) putIdle(e *entry[T]) {
+	if r := p.retire.Load(); r != e.gen<<1 {
+		p.retireEntry(e, r)
+		return
+	}
+	p.putIdleAt(e, e.gen<<1)
+}
+
+// putIdleAt is putIdle for e, which matched r, a reading of retire. If a
+// Reset or a Resize came since r, the actor may have looked at the idle
+// objects before e was among them: it is asked to look again.
+func (p *Pool[T]) putIdleAt(e *entry[T], r uint64) {
 	e.idleSince = p.now.Load()
 	b := p.keyed
 	if b == nil {
 		p.pushIdle(e)
-		return
-	}
-	if b.yielding(p) {
+	} else if b.yielding(p) {
 		p.send(message[T]{kind: msgYield, e: e})
 		return
+	} else {
+		p.pushIdle(e)
+		b.idled(p)
 	}
-	p.pushIdle(e)
-	b.idled(p)
+	if p.retire.Load() != r {
+		p.send(message[T]{kind: msgRetire})
+	}
 }
 
 // pushIdle is putIdle keeping e's idleSince (an object back from its test).

@@ -29,6 +29,10 @@ type entry[T any] struct {
 
 	expiresAt int64 // a clock reading; 0 means never; immutable
 
+	// gen is the count of Resets when its creation started (Pool.retire);
+	// immutable.
+	gen uint64
+
 	// home is the shard the entry goes back to when idle: that of the P
 	// that last took it from a shard. Written by whoever owns the entry.
 	home int

@@ -98,7 +98,9 @@ var ErrKeyExists = errors.New("pool: key exists")
 // TryTake and Stats are a Pool's within the budget and whose Close closes
 // that key alone (it can then be added again); a key that NewKey made
 // closes with the Keyed. Stats sums every key and lists each under
-// KeyedStats.Keys.
+// KeyedStats.Keys. A key's Reset and Resize are a Pool's (its MinIdle no
+// higher than its Config's); the budget itself, KeyedConfig.MaxObjects,
+// does not change while the Keyed runs.
 type Keyed[K comparable, T any] struct {
 	cfg    KeyedConfig[K, T] // with defaults; immutable
 	b      *budget[T]

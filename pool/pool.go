@@ -20,6 +20,19 @@ type Pool[T any] struct {
 	sysClock bool       // cfg.Clock is clock.System()
 	f        Factory[T] // a copy; immutable
 
+	// retire is what a give-back and a hand-out compare an entry with:
+	// the count of Resets (retire>>1), which an entry made before the last
+	// one does not carry (entry.gen), and in bit 0 whether the pool holds
+	// more objects than its size in force (a Resize shrank it), while which
+	// give-backs go to the actor. Reset adds 2; the actor sets and clears
+	// bit 0 (see resize.go).
+	retire atomic.Uint64
+	// size is the size in force, MaxObjects<<32 | MinIdle: cfg's, or the
+	// last Resize's. Written by Resize (under resizeMu), read by the actor
+	// and Stats.
+	size     atomic.Uint64
+	resizeMu sync.Mutex
+
 	// Idle objects live in idle's shards (one per P, roughly) and in queue.
 	// queue is also the wait queue: waiting callers block receiving from it,
 	// so an object sent to it goes to the caller that has waited longest.
@@ -134,6 +147,7 @@ func buildPool[T any](f Factory[T], cfg Config, b *budget[T]) (*Pool[T], error) 
 		closeStarted: make(chan struct{}),
 		done:         make(chan struct{}),
 	}
+	p.size.Store(packSize(cfg.MaxObjects, cfg.MinIdle))
 	p.capacity.Store(int64(cfg.MaxObjects))
 	p.limit.Store(int64(cfg.MaxObjects))
 	p.idle.init(cfg.MaxObjects)

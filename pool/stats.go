@@ -24,12 +24,14 @@ const (
 	reasonRejected
 	reasonEvicted
 	reasonYielded
+	reasonReset
+	reasonResized
 	numDestroyReasons
 )
 
 var destroyReasonNames = [numDestroyReasons]string{
 	"invalid", "idle", "lifetime", "test_failed", "discarded", "leaked", "closed", "late", "rejected",
-	"evicted", "yielded",
+	"evicted", "yielded", "reset", "resized",
 }
 
 func (r destroyReason) String() string { return destroyReasonNames[r] }
@@ -40,7 +42,9 @@ type Stats struct {
 	// Closed is true once Close or StartClose has been called: every Take
 	// from then on fails with ErrClosed (for a Keyed: once the Keyed began
 	// closing). Health checks read it.
-	Closed     bool
+	Closed bool
+	// MaxObjects is the size in force: Config.MaxObjects, or the last
+	// Resize's.
 	MaxObjects int
 	// EffectiveMaxObjects is the most objects the pool makes now:
 	// MaxObjects, or fewer while back-pressure (Config.BackPressure) holds
@@ -103,6 +107,8 @@ type DestroyCounts struct {
 	Rejected   uint64 `json:"rejected"`    // refused by a hook (AfterCreate, BeforeHandOut, AfterGiveBack)
 	Evicted    uint64 `json:"evicted"`     // a Keyed's idle object, least recently used, destroyed to free a slot for another key's callers
 	Yielded    uint64 `json:"yielded"`     // a Keyed's object given back while another key's callers waited for the budget: its slot went to them
+	Reset      uint64 `json:"reset"`       // made before a Reset (idle then, in use then and given back since, or being created then)
+	Resized    uint64 `json:"resized"`     // idle, or given back, while the pool held more than a Resize allowed
 }
 
 // destroyCounts reads the counters n, indexed by reason.
@@ -112,6 +118,7 @@ func destroyCounts(n *[numDestroyReasons]atomic.Uint64) DestroyCounts {
 		TestFailed: n[reasonTestFailed].Load(), Discarded: n[reasonDiscarded].Load(), Leaked: n[reasonLeaked].Load(),
 		Closed: n[reasonClosed].Load(), Late: n[reasonLate].Load(), Rejected: n[reasonRejected].Load(),
 		Evicted: n[reasonEvicted].Load(), Yielded: n[reasonYielded].Load(),
+		Reset: n[reasonReset].Load(), Resized: n[reasonResized].Load(),
 	}
 }
 
@@ -128,6 +135,8 @@ func (d *DestroyCounts) add(o DestroyCounts) {
 	d.Rejected += o.Rejected
 	d.Evicted += o.Evicted
 	d.Yielded += o.Yielded
+	d.Reset += o.Reset
+	d.Resized += o.Resized
 }
 
 // counters are the pool's cumulative counters; any goroutine may add.
@@ -150,7 +159,7 @@ func (p *Pool[T]) Stats() Stats {
 	idle, shardTakes := p.idle.counts()
 	s := Stats{
 		Closed:              p.closed.Load(),
-		MaxObjects:          p.cfg.MaxObjects,
+		MaxObjects:          int(p.size.Load() >> 32),
 		EffectiveMaxObjects: int(p.limit.Load()),
 		FailedFast:          c.failedFast.Load(),
 		BackPressureEvents:  c.backPressure.Load(),

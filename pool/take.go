@@ -122,6 +122,10 @@ func (p *Pool[T]) handOut(ctx context.Context, e *entry[T], now int64) (h Handle
 		p.destroy(e, reasonClosed)
 		return Handle[T]{}, ErrClosed, true
 	}
+	if e.gen != p.retire.Load()>>1 { // made before a Reset: never handed out after it
+		p.destroy(e, reasonReset)
+		return Handle[T]{}, nil, false
+	}
 	if !p.valid(e.obj) {
 		p.destroy(e, reasonInvalid)
 		return Handle[T]{}, nil, false

@@ -155,7 +155,7 @@ func readOnlyCode(err error) string {
 func destroyed(c *respool.Connector) uint64 {
 	d := c.Stats().Destroys
 	return d.Invalid + d.Idle + d.Lifetime + d.TestFailed + d.Discarded + d.Leaked + d.Closed + d.Late +
-		d.Rejected + d.Evicted + d.Yielded
+		d.Rejected + d.Evicted + d.Yielded + d.Reset + d.Resized
 }
 
 // TestCallerReadOnlyKeepsThePool: a write refused because the caller made
