@@ -404,7 +404,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch uint64, aband
 		e.expiresAt = addSat(p.clock(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
-	a.createSucceeded()
+	a.createSucceeded(w)
 	switch {
 	case a.closing:
 		p.destroy(e, reasonClosed)
