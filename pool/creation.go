@@ -45,9 +45,9 @@ import (
 // 150 ms creations, 2 ms holds). Each creation that ends for a caller still
 // waiting (the objects given back did not serve it) lets one more run at
 // once, so a lasting demand doubles the creations in flight every creation
-// time (1, 2, 4, … as TCP's slow start); one made for a caller who left
-// sets ramp back to one. With nothing alive, every request starts at once:
-// nothing can be given back.
+// time (1, 2, 4, … as TCP's slow start); one made for a caller who left,
+// or for the last caller waiting, sets ramp back to one. With nothing
+// alive, every request starts at once: nothing can be given back.
 //
 // Every field is the actor's.
 type createGate struct {
@@ -131,13 +131,14 @@ func (a *actor[T]) paced() bool {
 }
 
 // paceCreated moves ramp after a creation for w (nil: for nobody, which
-// says nothing of demand) succeeded: up by one while w still waits, back to
-// one when w has left, served by an object given back.
+// says nothing of demand) succeeded: up by one while w and others still
+// wait; back to one when w has left, served by an object given back, or is
+// the last caller waiting, so that the next spike starts from one again.
 func (a *actor[T]) paceCreated(w *waiter[T]) {
 	g := &a.gate
 	switch {
 	case w == nil:
-	case w.state.Load() == waiterWaiting:
+	case w.state.Load() == waiterWaiting && a.p.waiting.Load() > 1:
 		g.ramp = min(max(g.ramp, 1)+1, a.p.cfg.MaxObjects)
 	default:
 		g.ramp = 1

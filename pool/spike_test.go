@@ -86,7 +86,8 @@ func TestSpikeServedByGiveBacks(t *testing.T) {
 // TestCreationsRampUpWhileCallersWait: while callers still wait when a
 // creation ends (no give-back served them meanwhile), each such creation
 // lets one more run at once, so that a lasting demand is met within a few
-// creation times: 1, then 2, then 4 in flight.
+// creation times: 1, then 2, then 4 in flight. Once the last caller waiting
+// is served, the next spike starts from one again.
 func TestCreationsRampUpWhileCallersWait(t *testing.T) {
 	h, _, gate := spikeHarness(t, 1)
 	res := h.takeMany(7)
@@ -100,12 +101,27 @@ func TestCreationsRampUpWhileCallersWait(t *testing.T) {
 			h.ev.wait(t, "created", 1)
 		}
 	}
-	// 7 served by creations; the held object was never given back.
+	var served []Handle[*fakeObj] // held, as the first one is
 	for range 7 {
 		r := h.result(res)
 		if r.err != nil {
 			t.Fatalf("Take: %v", r.err)
 		}
-		h.giveBack(r.h)
+		served = append(served, r.h)
+	}
+	res = h.takeMany(2)
+	h.ev.wait(t, "take", 2)
+	if got := h.p.Stats().Creating; got != 1 {
+		t.Fatalf("a new spike while 8 objects are held: %d creations in flight; want 1", got)
+	}
+	for _, hd := range served {
+		h.giveBack(hd)
+	}
+	for range 2 {
+		if r := h.result(res); r.err != nil {
+			t.Fatalf("Take: %v", r.err)
+		} else {
+			h.giveBack(r.h)
+		}
 	}
 }
