@@ -422,7 +422,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, 
 		e.expiresAt = addSat(p.clock(), int64(lt), jitter(int64(p.cfg.MaxLifetimeJitter)))
 	}
 	a.all[e] = struct{}{}
-	a.createSucceeded()
+	a.createSucceeded(w)
 	switch {
 	case a.closing:
 		p.destroy(e, reasonClosed)

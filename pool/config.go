@@ -85,7 +85,9 @@ type Config struct {
 	// while the pool is below its effective size. Zero means 1024.
 	MaxQueueSize int
 	// MaxConcurrentCreates caps creations in flight. Zero means MaxObjects
-	// (no cap beyond MaxObjects).
+	// (no cap beyond MaxObjects). Below the cap, creations are paced while
+	// objects are alive (see the package doc): one at a time, one more at
+	// once for each that ends with its caller still waiting.
 	MaxConcurrentCreates int
 	// AcquireTimeout bounds how long a Take waits for an object, apart from
 	// the caller's context (which may also bound the work done with the

@@ -43,6 +43,15 @@
 // waiter. A creation runs with the values of the caller's context but not
 // its cancellation, bounded by CreateTimeout and by Close.
 //
+// A caller waiting for its creation also takes the first object given back,
+// and its request, if not started yet, is dropped. While objects are alive
+// (they may come back before a new one is made), creations are paced: one
+// at a time, and one more at once for each that ends for a caller still
+// waiting, so that a spike the objects given back can serve costs one
+// creation, not one per caller, and a demand that lasts doubles the
+// creations in flight every creation time. With nothing alive, every
+// request starts at once.
+//
 // Every bound is the pool's own, whether or not the factory heeds its
 // context: AcquireTimeout ends a Take's wait, CreateTimeout a creation,
 // TestTimeout a Test or a hook; at the bound the caller gets an error, and an

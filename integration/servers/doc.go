@@ -27,8 +27,9 @@
 // back; CreateUser and SetPassword make a user and rotate its password
 // (ALTER USER). AdminDSN reaches the server as a user who may change its
 // settings and counters. A Proxy between clients and a server counts
-// connection attempts and can stop forwarding, as a network path that drops
-// every packet would. Local server processes also receive a termination
+// connection attempts and the connections it holds, can stop forwarding, as
+// a network path that drops every packet would, and can delay every new
+// connection, as a slow handshake would. Local server processes also receive a termination
 // signal when the test process dies (Linux), and directories left behind by
 // crashed runs are removed by the next start. Local servers listen on ports
 // below the kernel's ephemeral range, so that no client's connection takes

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Proxy is a TCP proxy on a loopback port in front of a server, which a test
@@ -19,10 +20,17 @@ import (
 // connection attempts. When the server cannot be reached (killed, or not
 // yet listening), the proxy resets the client's connection at once, as a
 // closed port refuses it.
+//
+// SetConnectDelay makes every new connection wait before the proxy dials
+// the server, as a slow network path or handshake would; Open and PeakOpen
+// count the client connections the proxy holds.
 type Proxy struct {
 	ln       net.Listener
 	target   string
 	accepted atomic.Int64
+	delay    atomic.Int64 // SetConnectDelay's, in nanoseconds
+	open     atomic.Int64 // client connections accepted and not yet ended
+	peak     atomic.Int64 // the most open at once
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{} // both ends of every proxied connection; guarded by mu
@@ -113,6 +121,7 @@ func (p *Proxy) accept() {
 			return // closed
 		}
 		p.accepted.Add(1)
+		p.opened()
 		p.wg.Add(1)
 		go p.connect(client) // a dial to a frozen server may take long
 	}
@@ -122,9 +131,15 @@ func (p *Proxy) accept() {
 // client when the target cannot be reached or the proxy is closed.
 func (p *Proxy) connect(client net.Conn) {
 	defer p.wg.Done()
+	if !p.waitDelay() {
+		p.open.Add(-1)
+		_ = client.Close()
+		return
+	}
 	var d net.Dialer
 	server, err := d.DialContext(p.closing, "tcp", p.target)
 	if err != nil {
+		p.open.Add(-1)
 		if tc, ok := client.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0) // close with a reset, as a refused connection
 		}
@@ -132,10 +147,14 @@ func (p *Proxy) connect(client net.Conn) {
 		return
 	}
 	if !p.track(client, server) {
+		p.open.Add(-1)
 		return
 	}
 	p.wg.Add(2)
-	go p.copy(server, client)
+	go func() {
+		p.copy(server, client)
+		p.open.Add(-1) // the client's side ended: the connection is over
+	}()
 	go p.copy(client, server)
 }
 
@@ -182,5 +201,41 @@ func (p *Proxy) copy(dst, src net.Conn) {
 		if err != nil { // EOF, a reset or Close: the connection is over
 			return
 		}
+	}
+}
+
+// SetConnectDelay makes the proxy wait d after accepting each new
+// connection before it dials the server (0: no wait), so that opening a
+// connection through it takes d longer. Connections already open are
+// unaffected.
+func (p *Proxy) SetConnectDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// Open returns how many client connections the proxy holds now: accepted
+// (being connected included) and not yet ended by either side.
+func (p *Proxy) Open() int64 { return p.open.Load() }
+
+// PeakOpen returns the most client connections the proxy held at once.
+func (p *Proxy) PeakOpen() int64 { return p.peak.Load() }
+
+// opened counts an accepted client connection in Open and PeakOpen.
+func (p *Proxy) opened() {
+	n := p.open.Add(1)
+	for peak := p.peak.Load(); n > peak && !p.peak.CompareAndSwap(peak, n); peak = p.peak.Load() {
+	}
+}
+
+// waitDelay waits out the connect delay; false when the proxy closed first.
+func (p *Proxy) waitDelay() bool {
+	d := time.Duration(p.delay.Load())
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.closing.Done():
+		return false
 	}
 }
