@@ -351,12 +351,17 @@ func (c *Connector) retire() {
 // takes writes after none did: a circuit that is not closed half-opens
 // afresh, so that the next connection attempt goes through now rather than
 // after the open delay the failed attempts set (or after a half-open
-// spell that began long ago, whose HalfOpenMaxWait would reopen it).
+// spell that began long ago, whose HalfOpenMaxWait would reopen it); and,
+// when the pool holds no connection, a Reset ends its hold of creations
+// (a rejection's retry-after), which would keep it from dialing until then.
 func (c *Connector) writableFound() {
 	if b := c.guard.Breaker(); b != nil {
 		if s := b.State(); s == breaker.Open || s == breaker.HalfOpen {
 			_ = b.TransitionTo(breaker.HalfOpen)
 		}
+	}
+	if c.pool.Stats().Total == 0 {
+		c.pool.Reset()
 	}
 }
 

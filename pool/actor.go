@@ -77,6 +77,9 @@ type actor[T any] struct {
 	// maxObjects and minIdle are the size in force (Pool.size), as the
 	// actor last read it.
 	maxObjects, minIdle int
+	// resets is the count of Resets (Pool.retire>>1) the actor last acted
+	// on (onRetire).
+	resets uint64
 
 	hook func(string) // tests only: called after each event is handled
 }

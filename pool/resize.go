@@ -29,7 +29,9 @@ import (
 
 // Reset closes every object made before it, as pgxpool's Reset does, for
 // when something has made every connection stale at once (a failover, a
-// server that became read-only): idle objects are destroyed now, objects in
+// server that became read-only), and ends a hold of creations after a
+// failure (a backoff, a retry-after; not back-pressure's): idle objects
+// are destroyed now, objects in
 // use when they are given back (GiveBack destroys them, as Discard would),
 // and objects whose creation was under way are destroyed when it ends, the
 // caller that waited for one getting a new creation (or the next object
@@ -130,6 +132,17 @@ func (a *actor[T]) onRetire() {
 		g.limit = a.maxObjects
 	} else {
 		g.limit = min(g.limit, a.maxObjects)
+	}
+	if r := p.retire.Load() >> 1; r != a.resets {
+		// A Reset: whatever made every object stale may have made the
+		// last creation failure stale too (a failover, new credentials):
+		// a hold of creations for a backoff or a retry-after ends, and
+		// the next creation is made at once. Back-pressure's hold stays.
+		a.resets = r
+		if g := &a.gate; g.held && !g.heldByBP {
+			a.release()
+			a.publishFailure()
+		}
 	}
 	a.needRefill = true
 	a.retireIdle()

@@ -352,3 +352,20 @@ func churn[T, S any](p *Pool[T], n int, before func() S, check func(T, S) string
 		return msg
 	}
 }
+
+// A Reset ends a hold of creations (a backoff, a retry-after): whatever
+// made every object stale may have made the failure stale too (a
+// failover), and the next Take creates at once instead of failing fast
+// until the retry time.
+func TestResetEndsAHoldOfCreations(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(time.Hour)}
+	h.f.set(func(f *fakeFactory) { f.createErr = rejected })
+	if _, err := h.p.Take(context.Background()); !errors.Is(err, rejected) {
+		t.Fatalf("Take = %v; want the rejection", err)
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.p.Reset()
+	waitUntil(t, "the hold ended", func() bool { return !h.p.Stats().NextCreateAttempt.After(h.clk.Now()) })
+	h.giveBack(h.take())
+}
