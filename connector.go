@@ -120,6 +120,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard, attempts: &c.attempts, role: c.role, watch: c.watch}
+	if c.watch != nil {
+		c.watch.dial = f.real.create
+	}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
 		c.guard.Close()
 		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {

@@ -138,12 +138,14 @@ func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, cancelW
 			*cc = *cc.Copy()
 			err := hook(ctx, cc)
 			preferHost(ctx, &cc.Config)
+			parkOn(ctx, &cc.Config)
 			creds.note(cc.User, pgAddr(cc), cc.Password, true)
 			if err != nil {
 				return err
 			}
 		} else {
 			preferHost(ctx, &cc.Config) // the host the watch found taking writes first (see primaryWatch)
+			parkOn(ctx, &cc.Config)
 			creds.note(cc.User, pgAddr(cc), "", false)
 		}
 		if cancelWait > 0 {

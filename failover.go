@@ -2,6 +2,7 @@ package respool
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"iter"
@@ -74,6 +75,15 @@ type primaryWatch struct {
 	wg     sync.WaitGroup // every host goroutine of every run
 
 	asked atomic.Int64 // when an attempt last asked (admit), unix nanoseconds
+
+	// dial makes a connection through the Connector's real driver
+	// (connFactory.create): the parked one (see park). Set before first use.
+	dial func(context.Context) (driver.Conn, error)
+	// parking is set while a parked connection is being made or waits;
+	// parked holds it once the server takes writes, until an attempt
+	// takes it (takeParked) or the watch ends.
+	parking atomic.Bool
+	parked  atomic.Pointer[parkedConn]
 
 	// preferred is the address of the host last found taking writes, which
 	// attempts dial first (see prefer), until an attempt fails or a write
@@ -183,6 +193,133 @@ func (w *primaryWatch) active() bool {
 // the watch, if any, ends.
 func (w *primaryWatch) succeeded() { w.end(nil) }
 
+// parkedConn is a connection made to a host while it was read-only (a
+// standby), whose making waited until the host took writes (see park):
+// the wires its attempt dialed are in log.
+type parkedConn struct {
+	conn driver.Conn
+	log  *dialLog
+}
+
+// parkedHostKey carries, in the context of the parked connection's
+// attempt, the host it is made to and the clock of its waits (see
+// parkOn).
+type parkedHostKey struct{}
+
+type parkedHost struct {
+	addr  string
+	clock clock.Clock
+}
+
+// park makes, in the background, one connection to h, a host found
+// read-only: it connects and authenticates now, then waits, asking every
+// watchPoll, until the server takes writes (parkOn), so that the first
+// connection to a promoted standby is ready the moment it takes writes
+// rather than one dial later. One is made at a time; it ends with the
+// watch r (or after watchIdle).
+func (w *primaryWatch) park(r *watchRun, h *watchedHost) {
+	if w.dial == nil || w.parked.Load() != nil || !w.parking.CompareAndSwap(false, true) {
+		return
+	}
+	w.wg.Go(func() {
+		defer w.parking.Store(false)
+		ctx, cancel := context.WithTimeout(context.WithValue(r.ctx, parkedHostKey{}, parkedHost{addr: h.addr, clock: w.clock}), watchIdle)
+		defer cancel()
+		ctx, log := withDialLog(ctx)
+		conn, err := w.dial(ctx)
+		(*attemptSet)(nil).end(log)
+		if err != nil {
+			return
+		}
+		if r.ctx.Err() != nil || !w.parked.CompareAndSwap(nil, &parkedConn{conn: conn, log: log}) {
+			_ = conn.Close()
+			return
+		}
+		w.writable(h)
+		if r.ctx.Err() != nil { // the watch ended meanwhile: nobody takes it
+			w.dropParked()
+		}
+	})
+}
+
+// takeParked returns the parked connection, if any, its wires moved to
+// the log of the attempt that takes it (see physFactory.create), or nil.
+func (w *primaryWatch) takeParked(ctx context.Context) driver.Conn {
+	p := w.parked.Swap(nil)
+	if p == nil {
+		return nil
+	}
+	if l, _ := ctx.Value(dialLogKey{}).(*dialLog); l != nil {
+		p.log.mu.Lock()
+		wires := p.log.wires
+		p.log.mu.Unlock()
+		l.mu.Lock()
+		l.wires = append(l.wires, wires...)
+		l.mu.Unlock()
+	}
+	return p.conn
+}
+
+// dropParked closes a parked connection nobody took.
+func (w *primaryWatch) dropParked() {
+	if p := w.parked.Swap(nil); p != nil {
+		_ = p.conn.Close()
+	}
+}
+
+// writable notes that h takes writes: on the first such news in this
+// watch, attempts prefer h and found is called.
+func (w *primaryWatch) writable(h *watchedHost) {
+	if hostState(h.state.Swap(int32(hostWritable))) != hostWritable {
+		w.preferred.Store(&h.addr)
+		w.logger.Info("respool: a listed server takes writes", slog.String("pool", w.name), slog.String("server", h.addr))
+		w.found()
+	}
+}
+
+// parkOn restricts cc, the config of the parked connection's attempt
+// (a context from park), to its host, and makes its ValidateConnect
+// wait, asking every watchPoll (pgReadOnlyQuery), until the server takes
+// writes, then run the DSN's own check (target_session_attrs), if any.
+func parkOn(ctx context.Context, cc *pgconn.Config) {
+	ph, ok := ctx.Value(parkedHostKey{}).(parkedHost)
+	if !ok {
+		return
+	}
+	var mine []*pgconn.FallbackConfig
+	for _, e := range entries(cc) {
+		if _, a := pgconn.NetworkAddress(e.Host, e.Port); a == ph.addr {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) > 0 {
+		cc.Host, cc.Port, cc.TLSConfig, cc.Fallbacks = mine[0].Host, mine[0].Port, mine[0].TLSConfig, mine[1:]
+	}
+	validate := cc.ValidateConnect
+	cc.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+		tick := ph.clock.NewTicker(watchPoll)
+		defer tick.Stop()
+		for {
+			ro, err := queryReadOnly(ctx, pc)
+			if err != nil {
+				return err
+			}
+			if !ro {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C():
+			}
+		}
+		if validate != nil {
+			return validate(ctx, pc)
+		}
+		return nil
+	}
+}
+
 // end ends the watch r (nil: the current one).
 func (w *primaryWatch) end(r *watchRun) {
 	w.mu.Lock()
@@ -193,6 +330,7 @@ func (w *primaryWatch) end(r *watchRun) {
 	w.run.active.Store(false)
 	w.run.cancel()
 	w.run = nil
+	w.dropParked()
 }
 
 // close ends the watch and waits for its goroutines; no watch starts after.
@@ -353,12 +491,9 @@ func (w *primaryWatch) watch(r *watchRun, h *watchedHost) {
 				h.state.Store(int32(hostUnreachable))
 			case ro:
 				h.state.Store(int32(hostReadOnly))
+				w.park(r, h)
 			default:
-				if hostState(h.state.Swap(int32(hostWritable))) != hostWritable {
-					w.preferred.Store(&h.addr)
-					w.logger.Info("respool: a listed server takes writes", slog.String("pool", w.name), slog.String("server", h.addr))
-					w.found()
-				}
+				w.writable(h)
 			}
 		}
 		if w.clock.Since(time.Unix(0, w.asked.Load())) >= watchIdle {

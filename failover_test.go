@@ -2,6 +2,8 @@ package respool
 
 import (
 	"context"
+	"database/sql/driver"
+	"fmt"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/respool/respool/clock"
 	"github.com/respool/respool/resilience"
@@ -91,16 +95,20 @@ func newTestWatch(t *testing.T, addrs ...string) *primaryWatch {
 // waitAdmit waits, within 10s, until admit's answer satisfies ok.
 func waitAdmit(t *testing.T, w *primaryWatch, what string, ok func(error) bool) error {
 	t.Helper()
+	var err error
+	waitCond(t, what+" (admit: "+fmt.Sprint(w.admit())+")", func() bool { err = w.admit(); return ok(err) })
+	return err
+}
+
+// waitCond waits, within 10s, polling, until cond holds.
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for {
-		err := w.admit()
-		if ok(err) {
-			return err
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("admit still says %v; want %s", err, what)
+			t.Fatalf("still not: %s", what)
 		}
 		<-tick.C
 	}
@@ -238,4 +246,37 @@ func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
 	waitAdmit(t, w, "nil: a server refused", func(err error) bool {
 		return err == nil && hostState(w.hosts[1].state.Load()) == hostRefusing
 	})
+}
+
+// TestWatchParksAConnectionOnAReadOnlyHost: while the watch sees a host
+// read-only, it makes one connection to it that waits, connected and
+// authenticated, until the host takes writes; then found is called and the
+// next attempt takes that connection instead of dialing.
+func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
+	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	w := newTestWatch(t, dead, standby.addr)
+	var found atomic.Int32
+	w.found = func() { found.Add(1) }
+	cc, err := pgx.ParseConfig("postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable&target_session_attrs=any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.dial = stdlib.GetConnector(*cc, stdlib.OptionBeforeConnect(func(ctx context.Context, cc *pgx.ConnConfig) error {
+		parkOn(ctx, &cc.Config)
+		return nil
+	})).Connect
+	w.failed()
+	waitAdmit(t, w, "both hosts known", func(err error) bool { return err != nil && strings.Contains(err.Error(), "read-only") })
+	waitCond(t, "the watch's session and the parked one on the standby", func() bool { return standby.sessions.Load() == 2 })
+	if c := w.takeParked(context.Background()); c != nil {
+		t.Fatal("a connection handed out while the host is read-only")
+	}
+	standby.readOnly.Store(false)
+	waitAdmit(t, w, "nil once the host takes writes", func(err error) bool { return err == nil })
+	var c driver.Conn
+	waitCond(t, "the parked connection", func() bool { c = w.takeParked(context.Background()); return c != nil })
+	defer c.Close()
+	if n := standby.sessions.Load(); n != 2 || found.Load() != 1 {
+		t.Errorf("%d sessions, found %d times; want 2 sessions (no new dial), found once", n, found.Load())
+	}
 }

@@ -81,6 +81,10 @@ func (f physFactory) create(ctx context.Context, guarded func(context.Context) (
 // dial first, and starts on a failure.
 func (f physFactory) dial(ctx context.Context) (driver.Conn, error) {
 	if f.watch != nil {
+		if c := f.watch.takeParked(ctx); c != nil {
+			f.watch.succeeded()
+			return c, nil
+		}
 		if err := f.watch.admit(); err != nil {
 			return nil, err
 		}
