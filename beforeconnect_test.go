@@ -85,8 +85,9 @@ type callerKey struct{}
 // TestPgxBeforeConnectPerAttempt: the hook runs before each attempt with
 // the caller's context values, on a copy of the parsed config of its own
 // (a change to a map does not reach the next attempt); the password it
-// sets is what the server sees, and the server's refusal is tried once
-// more, the hook asked again, then opens the circuit: the next query fails
+// sets is what the server sees, and the server's refusal is tried again
+// within the retry's 3 attempts, the hook asked each time, then opens the
+// circuit: the next query fails
 // fast, without a hook call or a dial. The error names the user and the
 // address, and shows neither the DSN's password nor the hook's, even when
 // the hook's own error quotes it.
@@ -129,15 +130,15 @@ func TestPgxBeforeConnectPerAttempt(t *testing.T) {
 		t.Fatalf("Ping: %v; want the server's 28P01, as pgx returns it", err)
 	}
 	mu.Lock()
-	if calls != 2 || s.accepted.Load() != 2 || leaked || values[0] != "caller" || values[1] != "caller" {
-		t.Fatalf("%d hook calls, %d dials, a change seen by the next attempt: %v, context values %v; want 2, 2, false, the caller's",
+	if calls != 3 || s.accepted.Load() != 3 || leaked || values[0] != "caller" || values[2] != "caller" {
+		t.Fatalf("%d hook calls, %d dials, a change seen by the next attempt: %v, context values %v; want 3, 3, false, the caller's",
 			calls, s.accepted.Load(), leaked, values)
 	}
 	mu.Unlock()
 	if st := c.ResilienceStats().Breaker.State; st != breaker.Open {
 		t.Fatalf("breaker %v; want open", st)
 	}
-	if err := db.PingContext(ctx); !errors.Is(err, breaker.ErrOpen) || calls != 2 || s.accepted.Load() != 2 {
+	if err := db.PingContext(ctx); !errors.Is(err, breaker.ErrOpen) || calls != 3 || s.accepted.Load() != 3 {
 		t.Fatalf("Ping while open: %v after %d hook calls, %d dials; want a fast failure, none more", err, calls, s.accepted.Load())
 	}
 	log := logs.String()

@@ -21,9 +21,11 @@ import (
 //
 // An attempt the server refused for its credentials (Classification.Auth)
 // is not made again, but for one whose credentials a hook gives per
-// attempt (resil.ErrFreshCredentials), which is made once more, and it opens
-// the circuit at once (refusedCredentials): retrying the same password only
-// hammers the server, and a half-open probe finds the credentials fixed.
+// attempt (resil.ErrFreshCredentials), which the retry makes again, asking
+// the hook again, within Config.Retry's attempts (a password rotated at the
+// server a moment before the hook gives it); then it opens the circuit at
+// once (refusedCredentials): retrying the same password only hammers the
+// server, and a half-open probe finds the credentials fixed.
 //
 // Its error is the last attempt's, as create returned it; a rejection (a
 // *resilience.RejectedError matching breaker.ErrOpen, pause.ErrPaused or
@@ -32,14 +34,12 @@ import (
 // an attempt can succeed (RetryAfter), so that a pool makes none before.
 func connect[T any](ctx context.Context, g *Guard, create func(context.Context) (T, error)) (T, error) {
 	var conn T
-	asked := false // the hook was asked again after a refusal
 	_, err := g.stack.Do(ctx, func(ctx context.Context) (struct{}, error) {
 		g.attempts.Add(1)
 		c, err := create(ctx)
 		if err != nil {
 			g.attemptFailures.Add(1)
-			if !asked && errors.Is(err, resil.ErrFreshCredentials) {
-				asked = true
+			if errors.Is(err, resil.ErrFreshCredentials) {
 				return struct{}{}, freshCredentials{err}
 			}
 			return struct{}{}, err
@@ -57,7 +57,7 @@ func connect[T any](ctx context.Context, g *Guard, create func(context.Context) 
 	return conn, nil
 }
 
-// freshCredentials is the first authentication failure of a creation whose
+// freshCredentials is an authentication failure of a creation whose
 // credentials a hook gives per attempt: the retry makes it again (see
 // New).
 type freshCredentials struct{ error }
