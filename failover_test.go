@@ -3,8 +3,8 @@ package respool
 import (
 	"context"
 	"database/sql/driver"
-	"fmt"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
