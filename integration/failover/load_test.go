@@ -22,9 +22,10 @@ import (
 
 const (
 	writers       = 32
-	writeDeadline = time.Second      // every write's deadline
-	finishBound   = 5 * time.Second  // for writers to return once told to stop
-	warmBound     = 15 * time.Second // for every writer's first success
+	writeDeadline = time.Second          // every write's deadline
+	retryPause    = 5 * time.Millisecond // after a failed write: a client that fails fast does not spin the CPUs the servers and the other clients need
+	finishBound   = 5 * time.Second      // for writers to return once told to stop
+	warmBound     = 15 * time.Second     // for every writer's first success
 )
 
 // class is what kind of failure a write had.
@@ -151,10 +152,16 @@ func (l *load) writer(i int) {
 			}
 		}
 		fault, over := l.ev.fault.Load(), l.ev.end.Load()
-		if fault == 0 || end.UnixNano() < fault || (over != 0 && end.UnixNano() > over) {
-			continue
+		if fault != 0 && end.UnixNano() >= fault && (over == 0 || end.UnixNano() <= over) {
+			l.record(i, end, port, err)
 		}
-		l.record(i, end, port, err)
+		if err != nil { // a writer's own pause before it tries again, as an application's retry loop has
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(retryPause):
+			}
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func (r *report) table(took time.Duration) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n%d writers per client, pools of %d (database/sql: SetMaxOpenConns and SetMaxIdleConns %d), every write "+
-		"with a %v deadline, every client of a server kind at once on the same fault, each through its own counting proxy per "+
+		"with a %v deadline and a writer's pause of %v after a failure, every client of a server kind at once on the same fault, each through its own counting proxy per "+
 		"server on loopback; PostgreSQL clients on postgres://…@A,B/…?target_session_attrs=read-write. "+
 		"demote: A made read-only in place, B a second writable primary, a recovery is a write on B (%v measured). "+
 		"promote: A stopped with -m immediate, its streaming standby B promoted %v later. read_only: MariaDB read_only=1 for %v. "+
@@ -123,7 +123,7 @@ func (r *report) table(took time.Duration) string {
 		"password over %v. Failed writes are counted from the fault: read-only (25006, 1290, 1792), "+
 		"connection (refused, broken, no read-write server, the pool's fail-fast), deadline, auth (28P01, 1045), other. "+
 		"%s, %d CPUs, race detector %s; the suite took %v, servers' start included.\n",
-		writers, poolSize, poolSize, writeDeadline, demoteWindow, outage, readOnlyWindow, lifetime, rotationWindow,
+		writers, poolSize, poolSize, writeDeadline, retryPause, demoteWindow, outage, readOnlyWindow, lifetime, rotationWindow,
 		runtime.Version(), runtime.NumCPU(), onOff(raceEnabled), took.Round(time.Second))
 	return b.String()
 }
