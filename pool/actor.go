@@ -37,6 +37,7 @@ type message[T any] struct {
 	abandoned bool     // msgCreated, msgTested: the call outlived its bound and still runs (msgLate follows)
 	epoch     uint64   // msgCreated: the gate's epoch when the creation started
 	gen       uint64   // msgCreated: the count of Resets when the creation started
+	took      int64    // msgCreated: how long the creation ran (pool clock)
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T
@@ -80,6 +81,9 @@ type actor[T any] struct {
 	// resets is the count of Resets (Pool.retire>>1) the actor last acted
 	// on (onRetire).
 	resets uint64
+	// createTime is the mean run of the creations that succeeded (a moving
+	// average, the newest weighing 1/8), in clock units; 0 until one has.
+	createTime int64
 
 	hook func(string) // tests only: called after each event is handled
 }
@@ -154,6 +158,9 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgPoke:
 		return "poke"
 	case msgCreated:
+		if m.err == nil {
+			a.createTook(m.took)
+		}
 		a.onCreated(m.w, m.obj, m.err, m.epoch, m.gen, m.abandoned)
 		return "created"
 	case msgTested:
@@ -356,7 +363,7 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	p := a.p
 	a.creating++
 	a.publishBusy()
-	epoch, gen := a.gate.epoch, p.retire.Load()>>1
+	epoch, gen, start := a.gate.epoch, p.retire.Load()>>1, p.clock()
 	parent := context.Background()
 	if w != nil && w.ctx != nil {
 		parent = context.WithoutCancel(w.ctx)
@@ -379,7 +386,8 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 			if errBound != nil {
 				r.err = errBound
 			}
-			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, gen: gen, abandoned: errBound != nil})
+			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, gen: gen, abandoned: errBound != nil,
+				took: p.clock() - start})
 		},
 		func(r result) {
 			if r.err == nil {

@@ -47,7 +47,9 @@ import (
 // once, so a lasting demand doubles the creations in flight every creation
 // time (1, 2, 4, … as TCP's slow start); one made for a caller who left,
 // or for the last caller waiting, sets ramp back to one. With nothing
-// alive, every request starts at once: nothing can be given back.
+// alive, every request starts at once: nothing can be given back; nor is
+// a creation held back while the callers waiting would wait longer for
+// objects given back than for a creation (drainsSlowly).
 //
 // Every field is the actor's.
 type createGate struct {
@@ -127,18 +129,48 @@ func (a *actor[T]) mayStart() bool {
 // creations in flight end, each with startCreates, so that a request it
 // holds back is looked at again.
 func (a *actor[T]) paced() bool {
-	return a.creating >= max(a.gate.ramp, 1) && len(a.all) > 0
+	return a.creating >= max(a.gate.ramp, 1) && len(a.all) > 0 && !a.drainsSlowly()
+}
+
+// drainsSlowly reports whether the callers waiting would wait longer for
+// objects given back than for a new one: their number times the mean hold
+// (measured by the overload policy), shared by the objects alive, exceeds
+// the mean creation time. Objects given back then cannot serve the demand
+// in time, and pacing would only hold back the creations that can (a
+// warm-up under load, where a creation takes a second and a hold a tenth
+// of one); a spike of short holds (2 ms holds, 150 ms creations) is still
+// paced. False until both are measured (the hold as the overload policy
+// trusts it: holdWeight samples).
+func (a *actor[T]) drainsSlowly() bool {
+	hold, create := a.p.overload.hold.Load(), a.createTime
+	if a.p.overload.samples.Load() < holdWeight || create == 0 {
+		return false // the hold is not measured enough yet (see holdWeight)
+	}
+	return a.p.waiting.Load()*hold/int64(len(a.all)) > create
+}
+
+// createTook folds the run of a creation that succeeded into createTime.
+func (a *actor[T]) createTook(took int64) {
+	took = max(took, 1)
+	if a.createTime == 0 {
+		a.createTime = took
+		return
+	}
+	a.createTime += (took - a.createTime) / 8
 }
 
 // paceCreated moves ramp after a creation for w (nil: for nobody, which
-// says nothing of demand) succeeded: up by one while w and others still
-// wait; back to one when w has left, served by an object given back, or is
-// the last caller waiting, so that the next spike starts from one again.
+// says nothing of demand) succeeded: up by one while w still waits and
+// others do (requests for a creation pending or in flight: the actor's own
+// count, not Pool.waiting, which callers served a moment ago may not have
+// left yet); back to one when w has left, served by an object given back,
+// or is the last caller waiting, so that the next spike starts from one
+// again.
 func (a *actor[T]) paceCreated(w *waiter[T]) {
 	g := &a.gate
 	switch {
 	case w == nil:
-	case w.state.Load() == waiterWaiting && a.p.waiting.Load() > 1:
+	case w.state.Load() == waiterWaiting && (len(a.pending) > 0 || a.creating > 0):
 		g.ramp = min(max(g.ramp, 1)+1, a.maxObjects)
 	default:
 		g.ramp = 1

@@ -125,3 +125,32 @@ func TestCreationsRampUpWhileCallersWait(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowDrainIsNotPaced: when the callers waiting would wait longer for
+// objects given back than for a new one (5 callers × a 1 s mean hold over
+// 2 objects, against creations measured at next to nothing), each gets its
+// creation at once: pacing would only hold back what serves them (a
+// warm-up under load, where a creation takes a second and writers with
+// 1 s deadlines queue behind one connection).
+func TestSlowDrainIsNotPaced(t *testing.T) {
+	h, _, gate := spikeHarness(t, 2)
+	h.p.overload.hold.Store(int64(time.Second))
+	h.p.overload.samples.Store(holdWeight)
+	res := h.takeMany(5)
+	h.ev.wait(t, "take", 5)
+	waitUntil(t, "a creation for every caller", func() bool { return h.p.Stats().Creating == 5 })
+	for range 5 {
+		gate <- struct{}{}
+	}
+	for range 5 {
+		select {
+		case r := <-res:
+			if r.err != nil {
+				t.Fatalf("Take: %v", r.err)
+			}
+			h.giveBack(r.h)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the callers were not served; stats %+v", h.p.Stats())
+		}
+	}
+}
