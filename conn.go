@@ -352,9 +352,14 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 	return c.checkNamedValue(nv)
 }
 
+// checkNamedValue: a conn whose take failed accepts every value as it is.
+// database/sql reads a statement's arguments before it runs the statement,
+// and would report an error here as "sql: converting argument $1 type:"
+// the take's error; the statement's call returns the take's error itself
+// (ready), as it does for a statement without arguments.
 func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
 	if c.inner == nil && c.takeErr != nil {
-		return c.takeErr // the first call database/sql makes with arguments
+		return nil
 	}
 	if nc, ok := c.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,52 @@ func TestRejectReadOnlyRetriesOnANewConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoConnectionIsNotAnArgumentError: a statement that gets no connection
+// (here its context ends while every connection is held) fails with the
+// same error whether or not it has arguments, as with the plain driver,
+// whose database/sql returns the context's error. respool takes its
+// connection as database/sql reuses an idle shell, and database/sql reads
+// the arguments (CheckNamedValue) before it runs the statement: the take's
+// error must not come back as "sql: converting argument $1 type: ...".
+func TestNoConnectionIsNotAnArgumentError(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *servers.Server) {
+		ctx := ctxT(t)
+		plain := openPlain(t, s, 1)
+		plain.SetMaxOpenConns(1)
+		db, c := openDB(t, withKeys(s, "respool_max_conns=1"))
+		for name, db := range map[string]*sql.DB{"plain": plain, "respool": db} {
+			t.Run(name, func(t *testing.T) {
+				warm(t, ctx, db, 1) // an idle shell for respool
+				holder := db
+				if name == "respool" {
+					holder = secondDB(t, c) // holds the connection, not db's idle shell
+				}
+				sc, err := holder.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sc.Close()
+				errs := map[int]error{}
+				for _, args := range [][]any{nil, {1}} {
+					qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+					q := "SELECT 1"
+					if len(args) > 0 {
+						q = "SELECT " + placeholder(s, 1)
+					}
+					errs[len(args)] = db.QueryRowContext(qctx, q, args...).Scan(new(int))
+					cancel()
+				}
+				for n, err := range errs {
+					if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(fmt.Sprint(err), "converting argument") {
+						t.Errorf("%d arguments: %v; want the context's error, not an argument's", n, err)
+					}
+				}
+				if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
+					t.Errorf("with an argument: %v; without: %v; want the same error", errs[1], errs[0])
+				}
+			})
+		}
+	})
 }
