@@ -3,12 +3,15 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool"
@@ -178,4 +181,65 @@ func TestNoConnectionIsNotAnArgumentError(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSeveralStatementsResultThroughRaw: go-sql-driver/mysql's README reads
+// the rows affected and insert ids of every statement of a multiStatements
+// Exec through sql.Conn.Raw, asserting driver.Execer on the connection and
+// mysql.Result on the result; the same code runs through respool, and
+// driver.Queryer does too.
+func TestSeveralStatementsResultThroughRaw(t *testing.T) {
+	ctx := ctxT(t)
+	table := "respool_several_results"
+	servers.MustExec(t, ctx, monitor(t, maria), "DROP TABLE IF EXISTS "+table,
+		"CREATE TABLE "+table+" (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))")
+	plain := servers.OpenDB(t, "mysql", maria.MySQLDSN()+"&multiStatements=true")
+	db, _ := openDB(t, withKeys(maria, "multiStatements=true"))
+	for name, db := range map[string]*sql.DB{"mysql": plain, "respool": db} {
+		t.Run(name, func(t *testing.T) {
+			sc, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			err = sc.Raw(func(dc any) error {
+				//lint:ignore SA1019 as the README does
+				ex, ok := dc.(driver.Execer)
+				if !ok {
+					return fmt.Errorf("%T is not a driver.Execer", dc)
+				}
+				res, err := ex.Exec("INSERT INTO "+table+" (v) VALUES ('a'), ('b'); INSERT INTO "+table+" (v) VALUES ('c'), ('d'), ('e')", nil)
+				if err != nil {
+					return err
+				}
+				mres, ok := res.(mysql.Result)
+				if !ok {
+					return fmt.Errorf("the result is a %T, not a mysql.Result", res)
+				}
+				if got := mres.AllRowsAffected(); !slices.Equal(got, []int64{2, 3}) {
+					t.Errorf("AllRowsAffected %v; want [2 3]", got)
+				}
+				//lint:ignore SA1019 as Execer
+				qr, ok := dc.(driver.Queryer)
+				if !ok {
+					return fmt.Errorf("%T is not a driver.Queryer", dc)
+				}
+				rows, err := qr.Query("SELECT COUNT(*) FROM "+table, nil)
+				if err != nil {
+					return err
+				}
+				dest := make([]driver.Value, 1)
+				if err := rows.Next(dest); err != nil {
+					return err
+				}
+				return rows.Close()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.PingContext(ctx); err != nil {
+				t.Fatalf("the connection after Raw: %v", err)
+			}
+		})
+	}
 }
