@@ -310,6 +310,34 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	return c.lend(r), nil
 }
 
+// Exec is the pre-context form (driver.Execer), which database/sql does not
+// call. It is here for code that asserts it on the connection sql.Conn.Raw
+// passes, as go-sql-driver/mysql's README does to read the mysql.Result of
+// several statements: it runs as ExecContext does, without a deadline, and
+// returns driver.ErrSkip when the real connection has no ExecContext.
+//
+// Deprecated: use ExecContext.
+func (c *conn) Exec(query string, args []driver.Value) (driver.Result, error) {
+	return c.ExecContext(context.Background(), query, namedValues(args))
+}
+
+// Query is the pre-context form (driver.Queryer), as Exec.
+//
+// Deprecated: use QueryContext.
+func (c *conn) Query(query string, args []driver.Value) (driver.Rows, error) {
+	return c.QueryContext(context.Background(), query, namedValues(args))
+}
+
+// namedValues gives args their ordinals, as database/sql does; the inverse
+// of plainValues.
+func namedValues(args []driver.Value) []driver.NamedValue {
+	nv := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return nv
+}
+
 // runStatement runs a statement (an exec or a query) on the attached
 // connection: admitted by the Connector's breaker and its outcome recorded
 // there, its error as the caller sees it (physConn.statementErr), and a
@@ -352,9 +380,14 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 	return c.checkNamedValue(nv)
 }
 
+// checkNamedValue: a conn whose take failed accepts every value as it is.
+// database/sql reads a statement's arguments before it runs the statement,
+// and would report an error here as "sql: converting argument $1 type:"
+// the take's error; the statement's call returns the take's error itself
+// (ready), as it does for a statement without arguments.
 func (c *conn) checkNamedValue(nv *driver.NamedValue) error {
 	if c.inner == nil && c.takeErr != nil {
-		return c.takeErr // the first call database/sql makes with arguments
+		return nil
 	}
 	if nc, ok := c.inner.(driver.NamedValueChecker); ok {
 		return nc.CheckNamedValue(nv)

@@ -3,11 +3,15 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool"
@@ -126,6 +130,115 @@ func TestRejectReadOnlyRetriesOnANewConnection(t *testing.T) {
 			t.Logf("%s: a refusal after a statement that ran: %v; the first statement ran %d times", name, err, count(k))
 			if name == "respool" && (!errors.Is(err, respool.ErrStatementLost) || count(k) != 1) {
 				t.Errorf("a refusal after a statement that ran: %v, the first statement ran %d times; want ErrStatementLost, once", err, count(k))
+			}
+		})
+	}
+}
+
+// TestNoConnectionIsNotAnArgumentError: a statement that gets no connection
+// (here its context ends while every connection is held) fails with the
+// same error whether or not it has arguments, as with the plain driver,
+// whose database/sql returns the context's error. respool takes its
+// connection as database/sql reuses an idle shell, and database/sql reads
+// the arguments (CheckNamedValue) before it runs the statement: the take's
+// error must not come back as "sql: converting argument $1 type: ...".
+func TestNoConnectionIsNotAnArgumentError(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *servers.Server) {
+		ctx := ctxT(t)
+		plain := openPlain(t, s, 1)
+		plain.SetMaxOpenConns(1)
+		db, c := openDB(t, withKeys(s, "respool_max_conns=1"))
+		for name, db := range map[string]*sql.DB{"plain": plain, "respool": db} {
+			t.Run(name, func(t *testing.T) {
+				warm(t, ctx, db, 1) // an idle shell for respool
+				holder := db
+				if name == "respool" {
+					holder = secondDB(t, c) // holds the connection, not db's idle shell
+				}
+				sc, err := holder.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sc.Close()
+				errs := map[int]error{}
+				for _, args := range [][]any{nil, {1}} {
+					qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+					q := "SELECT 1"
+					if len(args) > 0 {
+						q = "SELECT " + placeholder(s, 1)
+					}
+					errs[len(args)] = db.QueryRowContext(qctx, q, args...).Scan(new(int))
+					cancel()
+				}
+				for n, err := range errs {
+					if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(fmt.Sprint(err), "converting argument") {
+						t.Errorf("%d arguments: %v; want the context's error, not an argument's", n, err)
+					}
+				}
+				if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
+					t.Errorf("with an argument: %v; without: %v; want the same error", errs[1], errs[0])
+				}
+			})
+		}
+	})
+}
+
+// TestSeveralStatementsResultThroughRaw: go-sql-driver/mysql's README reads
+// the rows affected and insert ids of every statement of a multiStatements
+// Exec through sql.Conn.Raw, asserting driver.Execer on the connection and
+// mysql.Result on the result; the same code runs through respool, and
+// driver.Queryer does too.
+func TestSeveralStatementsResultThroughRaw(t *testing.T) {
+	ctx := ctxT(t)
+	table := "respool_several_results"
+	servers.MustExec(t, ctx, monitor(t, maria), "DROP TABLE IF EXISTS "+table,
+		"CREATE TABLE "+table+" (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))")
+	plain := servers.OpenDB(t, "mysql", maria.MySQLDSN()+"&multiStatements=true")
+	db, _ := openDB(t, withKeys(maria, "multiStatements=true"))
+	for name, db := range map[string]*sql.DB{"mysql": plain, "respool": db} {
+		t.Run(name, func(t *testing.T) {
+			sc, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			err = sc.Raw(func(dc any) error {
+				//lint:ignore SA1019 as the README does
+				ex, ok := dc.(driver.Execer)
+				if !ok {
+					return fmt.Errorf("%T is not a driver.Execer", dc)
+				}
+				res, err := ex.Exec("INSERT INTO "+table+" (v) VALUES ('a'), ('b'); INSERT INTO "+table+" (v) VALUES ('c'), ('d'), ('e')", nil)
+				if err != nil {
+					return err
+				}
+				mres, ok := res.(mysql.Result)
+				if !ok {
+					return fmt.Errorf("the result is a %T, not a mysql.Result", res)
+				}
+				if got := mres.AllRowsAffected(); !slices.Equal(got, []int64{2, 3}) {
+					t.Errorf("AllRowsAffected %v; want [2 3]", got)
+				}
+				//lint:ignore SA1019 as Execer
+				qr, ok := dc.(driver.Queryer)
+				if !ok {
+					return fmt.Errorf("%T is not a driver.Queryer", dc)
+				}
+				rows, err := qr.Query("SELECT COUNT(*) FROM "+table, nil)
+				if err != nil {
+					return err
+				}
+				dest := make([]driver.Value, 1)
+				if err := rows.Next(dest); err != nil {
+					return err
+				}
+				return rows.Close()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.PingContext(ctx); err != nil {
+				t.Fatalf("the connection after Raw: %v", err)
 			}
 		})
 	}
