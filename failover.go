@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/clock"
@@ -64,6 +65,7 @@ const (
 // written by its goroutine only, read by admit and prefer.
 type primaryWatch struct {
 	hosts  []*watchedHost
+	hook   func(context.Context, *pgx.ConnConfig) error // Config.PgxBeforeConnect: the watch's sessions get a fresh password too
 	clock  clock.Clock
 	name   string // the pool's, in rejections
 	logger *slog.Logger
@@ -102,9 +104,9 @@ type watchRun struct {
 // (the DSN's, this host only, without target_session_attrs' check) and
 // what the current watch last found it to be.
 type watchedHost struct {
-	addr  string // host:port, as in messages
-	cfg   *pgconn.Config
-	state atomic.Int32 // a hostState
+	addr  string          // host:port, as in messages
+	cfg   *pgx.ConnConfig // this host only; copied for each dial when a hook changes it (see connect)
+	state atomic.Int32    // a hostState
 }
 
 type hostState int32
@@ -137,16 +139,16 @@ func newPrimaryWatch(cfg Config, clk clock.Clock, name string, logger *slog.Logg
 	if cfg.DriverName != "pgx" && cfg.DriverName != "pgx/v5" {
 		return nil
 	}
-	pc, err := pgconn.ParseConfig(cfg.DSN)
+	pc, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil || len(pc.Fallbacks) == 0 {
 		return nil
 	}
-	w := &primaryWatch{clock: clk, name: name, logger: logger}
-	for addr, entries := range byHost(pc) {
-		c := *pc // a copy made by ParseConfig, as pgconn.ConnectConfig requires
+	w := &primaryWatch{clock: clk, name: name, logger: logger, hook: cfg.PgxBeforeConnect}
+	for addr, entries := range byHost(&pc.Config) {
+		c := pc.Copy() // made by ParseConfig, as pgconn.ConnectConfig requires
 		c.Host, c.Port, c.TLSConfig = entries[0].Host, entries[0].Port, entries[0].TLSConfig
 		c.Fallbacks, c.ValidateConnect = entries[1:], nil // this host's other entries (sslmode=prefer: TLS, then without)
-		w.hosts = append(w.hosts, &watchedHost{addr: addr, cfg: &c})
+		w.hosts = append(w.hosts, &watchedHost{addr: addr, cfg: c})
 	}
 	if len(w.hosts) < 2 {
 		return nil
@@ -462,7 +464,7 @@ func (w *primaryWatch) watch(r *watchRun, h *watchedHost) {
 		if conn == nil && (dialed.IsZero() || w.clock.Since(dialed) >= watchRedial) {
 			dialed = w.clock.Now()
 			ctx, cancel := context.WithTimeout(r.ctx, watchTimeout)
-			c, err := pgconn.ConnectConfig(ctx, h.cfg)
+			c, err := w.connect(ctx, h)
 			cancel()
 			switch {
 			case r.ctx.Err() != nil:
@@ -506,6 +508,20 @@ func (w *primaryWatch) watch(r *watchRun, h *watchedHost) {
 		case <-tick.C():
 		}
 	}
+}
+
+// connect opens the watch's session to h: with Config.PgxBeforeConnect,
+// on a copy of h's config that the hook has had, as every connection of
+// the pool does (a rotated password, a fresh token).
+func (w *primaryWatch) connect(ctx context.Context, h *watchedHost) (*pgconn.PgConn, error) {
+	cfg := h.cfg
+	if w.hook != nil {
+		cfg = cfg.Copy()
+		if err := w.hook(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return pgconn.ConnectConfig(ctx, &cfg.Config)
 }
 
 // unreachable reports whether err, a failed connection's, says the server

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ import (
 type fakePrimary struct {
 	addr     string
 	readOnly atomic.Bool
-	sessions atomic.Int32 // startups served
+	sessions atomic.Int32           // startups served
+	app      atomic.Pointer[string] // the application_name of the last startup
 }
 
 func startFakePrimary(t *testing.T, readOnly bool) *fakePrimary {
@@ -44,9 +46,12 @@ func (s *fakePrimary) serve(c net.Conn) {
 	if err != nil {
 		return
 	}
-	if _, ok := msg.(*pgproto3.StartupMessage); !ok {
+	sm, ok := msg.(*pgproto3.StartupMessage)
+	if !ok {
 		return
 	}
+	app := sm.Parameters["application_name"]
+	s.app.Store(&app)
 	s.sessions.Add(1)
 	be.Send(&pgproto3.AuthenticationOk{})
 	be.Send(&pgproto3.BackendKeyData{ProcessID: 1, SecretKey: []byte{0, 0, 0, 1}})
@@ -278,5 +283,34 @@ func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
 	defer c.Close()
 	if n := standby.sessions.Load(); n != 2 || found.Load() != 1 {
 		t.Errorf("%d sessions, found %d times; want 2 sessions (no new dial), found once", n, found.Load())
+	}
+}
+
+// TestWatchSessionsTakeTheHook: the watch's own sessions are made on a
+// copy of the host's config that Config.PgxBeforeConnect has had, as the
+// pool's connections are (a rotated password, a fresh token): here an
+// application_name the server sees.
+func TestWatchSessionsTakeTheHook(t *testing.T) {
+	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	var hosts sync.Map
+	cfg := Config{DriverName: "pgx", DSN: "postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable",
+		PgxBeforeConnect: func(_ context.Context, cc *pgx.ConnConfig) error {
+			_, addr := pgconn.NetworkAddress(cc.Host, cc.Port)
+			hosts.Store(addr, len(cc.Fallbacks))
+			cc.RuntimeParams["application_name"] = "hooked"
+			return nil
+		}}
+	w := newPrimaryWatch(cfg, clock.System(), "test", slog.New(slog.DiscardHandler))
+	t.Cleanup(w.close)
+	w.found = func() {}
+	w.failed()
+	waitAdmit(t, w, "both hosts known", func(err error) bool { return err != nil && strings.Contains(err.Error(), "read-only") })
+	if app := standby.app.Load(); app == nil || *app != "hooked" {
+		t.Errorf("the watch's session started with application_name %v; want the hook's", app)
+	}
+	for _, addr := range []string{dead, standby.addr} {
+		if n, ok := hosts.Load(addr); !ok || n.(int) != 0 {
+			t.Errorf("the hook for %s: called %v, with %v other hosts; want called, for that host alone", addr, ok, n)
+		}
 	}
 }
