@@ -61,8 +61,9 @@ const (
 // ends when an attempt succeeds, when no attempt asked for watchIdle, or
 // when the Connector closes.
 //
-// Its state: run is the current watch (nil: none); each host's state is
-// written by its goroutine only, read by admit and prefer.
+// Its state: run is the current watch (nil: none), read without the lock,
+// started and ended under mu; each host's state is written by its
+// goroutine only, read by admit and prefer.
 type primaryWatch struct {
 	hosts  []*watchedHost
 	hook   func(context.Context, *pgx.ConnConfig) error // Config.PgxBeforeConnect: the watch's sessions get a fresh password too
@@ -71,8 +72,8 @@ type primaryWatch struct {
 	logger *slog.Logger
 	found  func() // a host takes writes after none did; set before first use
 
-	mu     sync.Mutex
-	run    *watchRun // nil: not watching
+	mu     sync.Mutex                 // orders the starts and ends of runs, and closed
+	run    atomic.Pointer[watchRun] // nil: not watching
 	closed bool
 	wg     sync.WaitGroup // every host goroutine of every run
 
@@ -97,7 +98,6 @@ type primaryWatch struct {
 type watchRun struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	active atomic.Bool // until cancelled: read by admit without the lock
 }
 
 // watchedHost is one host of the DSN: its own connection configuration
@@ -161,17 +161,16 @@ func newPrimaryWatch(cfg Config, clk clock.Clock, name string, logger *slog.Logg
 func (w *primaryWatch) failed() {
 	w.forget()
 	if w.active() {
-		return
+		return // the common case while attempts fail: no lock
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.run != nil {
+	if w.closed || w.active() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &watchRun{ctx: ctx, cancel: cancel}
-	r.active.Store(true)
-	w.run = r
+	w.run.Store(r)
 	w.asked.Store(w.clock.Now().UnixNano())
 	for _, h := range w.hosts {
 		h.state.Store(int32(hostUnseen))
@@ -184,12 +183,7 @@ func (w *primaryWatch) failed() {
 }
 
 // active reports whether a watch is under way.
-func (w *primaryWatch) active() bool {
-	w.mu.Lock()
-	r := w.run
-	w.mu.Unlock()
-	return r != nil && r.active.Load()
-}
+func (w *primaryWatch) active() bool { return w.run.Load() != nil }
 
 // succeeded notes a connection attempt that reached a server taking writes:
 // the watch, if any, ends.
@@ -288,14 +282,11 @@ func parkOn(ctx context.Context, cc *pgconn.Config) {
 	if !ok {
 		return
 	}
-	var mine []*pgconn.FallbackConfig
-	for _, e := range entries(cc) {
-		if _, a := pgconn.NetworkAddress(e.Host, e.Port); a == ph.addr {
-			mine = append(mine, e)
+	for addr, mine := range byHost(cc) {
+		if addr == ph.addr {
+			cc.Host, cc.Port, cc.TLSConfig, cc.Fallbacks = mine[0].Host, mine[0].Port, mine[0].TLSConfig, mine[1:]
+			break
 		}
-	}
-	if len(mine) > 0 {
-		cc.Host, cc.Port, cc.TLSConfig, cc.Fallbacks = mine[0].Host, mine[0].Port, mine[0].TLSConfig, mine[1:]
 	}
 	validate := cc.ValidateConnect
 	cc.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
@@ -326,12 +317,12 @@ func parkOn(ctx context.Context, cc *pgconn.Config) {
 func (w *primaryWatch) end(r *watchRun) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.run == nil || r != nil && w.run != r {
+	cur := w.run.Load()
+	if cur == nil || r != nil && cur != r {
 		return
 	}
-	w.run.active.Store(false)
-	w.run.cancel()
-	w.run = nil
+	cur.cancel()
+	w.run.Store(nil)
 	w.dropParked()
 }
 
@@ -350,10 +341,7 @@ func (w *primaryWatch) close() {
 // watch), a rejection matching ErrNoWritableServer whose RetryAfter is the
 // next look.
 func (w *primaryWatch) admit() error {
-	w.mu.Lock()
-	r := w.run
-	w.mu.Unlock()
-	if r == nil || !r.active.Load() {
+	if !w.active() {
 		return nil
 	}
 	now := w.clock.Now()
