@@ -53,13 +53,7 @@ func TestProxyConnectDelay(t *testing.T) {
 	}
 	bound, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for p.Open() != 0 {
-		select {
-		case <-bound.Done():
-			t.Fatalf("Open %d 5s after every connection closed; want 0", p.Open())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	servers.WaitFor(t, bound, "Open 0 once every connection closed", func() (bool, error) { return p.Open() == 0, nil })
 	if peak := p.PeakOpen(); peak != 2 {
 		t.Errorf("PeakOpen %d after the connections closed; want 2", peak)
 	}

@@ -111,7 +111,7 @@ func (s *Server) Promote(ctx context.Context) error {
 	if err := runTool(ctx, s.local.logPath, s.pg.cred, pgctl, "promote", "-W", "-D", s.pg.data); err != nil {
 		return err
 	}
-	return pollUntil(ctx, "promote: pg_is_in_recovery() false", func(ctx context.Context) (bool, error) {
+	return pollUntil(ctx, rolePoll, "promote: pg_is_in_recovery() false", func(ctx context.Context) (bool, error) {
 		var recovering bool
 		err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering)
 		return !recovering, err
@@ -162,7 +162,7 @@ func (s *Server) SetReadOnly(ctx context.Context, on bool) error {
 	}
 	// The postmaster reloads its configuration on the signal, and a session
 	// it starts after that has the new default.
-	return pollUntil(ctx, "default_transaction_read_only "+want, func(ctx context.Context) (bool, error) {
+	return pollUntil(ctx, rolePoll, "default_transaction_read_only "+want, func(ctx context.Context) (bool, error) {
 		conn, err := pgx.Connect(ctx, s.PgxDSN())
 		if err != nil {
 			return false, err
@@ -268,10 +268,10 @@ func (s *Server) adminDB(ctx context.Context) (*sql.DB, error) {
 	return nil, fmt.Errorf("servers: no administrator's connection to %s: %w", s.Kind, errors.Join(errs...))
 }
 
-// pollUntil calls cond every rolePoll until it holds, it errs, or ctx
-// ends.
-func pollUntil(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
-	tick := time.NewTicker(rolePoll)
+// pollUntil calls cond every interval until it holds, it errs, or ctx
+// ends (WaitFor is it for a test).
+func pollUntil(ctx context.Context, interval time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		ok, err := cond(ctx)

@@ -50,21 +50,8 @@ func MustExec(t testing.TB, ctx context.Context, e interface {
 // own (a statement running, a session gone), which no channel can signal.
 func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, error)) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-tick.C:
-		}
+	if err := pollUntil(ctx, 10*time.Millisecond, "waiting for "+what, func(context.Context) (bool, error) { return cond() }); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -78,17 +78,10 @@ func endIdleSessions(t *testing.T, ctx context.Context, s *servers.Server, atLea
 		end = "KILL ?"
 	}
 	var ids []int64
-	for {
+	servers.WaitFor(t, ctx, fmt.Sprintf("at least %d idle sessions listed", atLeast), func() (bool, error) {
 		ids = listIDs(t, ctx, mon, list, s.Database)
-		if len(ids) >= atLeast {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d idle sessions listed; want at least %d: %v", len(ids), atLeast, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return len(ids) >= atLeast, nil
+	})
 	ended := ids[:0]
 	for _, id := range ids {
 		_, err := mon.ExecContext(ctx, end, id)
