@@ -72,7 +72,7 @@ type primaryWatch struct {
 	logger *slog.Logger
 	found  func() // a host takes writes after none did; set before first use
 
-	mu     sync.Mutex                 // orders the starts and ends of runs, and closed
+	mu     sync.Mutex               // orders the starts and ends of runs, and closed
 	run    atomic.Pointer[watchRun] // nil: not watching
 	closed bool
 	wg     sync.WaitGroup // every host goroutine of every run
