@@ -326,6 +326,7 @@ func runRotation(t *testing.T) map[string]*outcome {
 // file RESPOOL_FAILOVER_REPORT names; it asserts the targets respool
 // meets, and with RESPOOL_FAILOVER_TARGETS=1 all of issue 16's.
 func TestFailover(t *testing.T) {
+	beginSuite(t)
 	rep := newReport()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

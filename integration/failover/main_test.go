@@ -26,42 +26,42 @@ const (
 	stopBound  = 20 * time.Second
 )
 
-// The suite's servers, started by TestMain: two independent PostgreSQL
-// primaries, a streaming standby of the first, and MariaDB.
+// The suite's servers, started by each run of TestFailover (a run stops
+// the primary for good, so that a second run, go test -count=2, needs its
+// own): two independent PostgreSQL primaries, a streaming standby of the
+// first, and MariaDB.
 var (
 	primary  *servers.Server // demoted in place, then stopped (-m immediate)
 	writable *servers.Server // the writable server listed beside the demoted one; the rotation's PostgreSQL
 	standby  *servers.Server // of primary; promoted
 	maria    *servers.Server // read_only; the rotation's MariaDB
 
-	suiteCtx   context.Context // ends suiteBound after the suite began
+	suiteCtx   context.Context // ends suiteBound after the run began
 	suiteBegan time.Time
 )
 
 func TestMain(m *testing.M) {
 	// go-sql-driver/mysql logs every broken connection on its own logger.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
-	var cancel context.CancelFunc
-	suiteBegan = time.Now()
-	suiteCtx, cancel = context.WithTimeout(context.Background(), suiteBound)
-	defer cancel()
-	goleak.VerifyTestMain(runFunc(func() int {
-		if err := startServers(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		code := m.Run()
-		if err := stopServers(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = max(code, 1)
-		}
-		return code
-	}))
+	goleak.VerifyTestMain(m)
 }
 
-type runFunc func() int
-
-func (f runFunc) Run() int { return f() }
+// beginSuite starts a run of the suite: its bound and its servers, stopped
+// when t ends.
+func beginSuite(t *testing.T) {
+	suiteBegan = time.Now()
+	var cancel context.CancelFunc
+	suiteCtx, cancel = context.WithTimeout(context.Background(), suiteBound)
+	t.Cleanup(cancel)
+	if err := startServers(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stopServers(); err != nil {
+			t.Error(err)
+		}
+	})
+}
 
 // startServers starts the suite's servers at once (the standby once its
 // primary runs); on error none is left running.
