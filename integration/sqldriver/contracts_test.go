@@ -39,16 +39,31 @@ func TestDeadlineEndedStatementIsAPgconnTimeout(t *testing.T) {
 			}
 			for _, call := range []struct {
 				name string
-				run  func(context.Context) error
+				run  func(context.Context, *sql.Conn) error
 			}{
-				{"exec", func(ctx context.Context) error { _, err := db.ExecContext(ctx, sleepQuery(pg, "30")); return err }},
-				{"query", func(ctx context.Context) error {
-					return db.QueryRowContext(ctx, sleepQuery(pg, "30")).Scan(new(any))
+				{"exec", func(ctx context.Context, c *sql.Conn) error {
+					_, err := c.ExecContext(ctx, sleepQuery(pg, "30"))
+					return err
+				}},
+				{"query", func(ctx context.Context, c *sql.Conn) error {
+					return c.QueryRowContext(ctx, sleepQuery(pg, "30")).Scan(new(any))
 				}},
 			} {
+				// The deadline ends while the statement runs, not while
+				// database/sql waits for a connection (whose error is
+				// database/sql's context.DeadlineExceeded, with either):
+				// the connection is in hand before it starts.
+				c, err := db.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.PingContext(ctx); err != nil {
+					t.Fatal(err)
+				}
 				qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-				err := call.run(qctx)
+				err = call.run(qctx, c)
 				cancel()
+				_ = c.Close() // pgx's driver closed it after the timeout: ErrBadConn, nothing to report
 				if !pgconn.Timeout(err) || !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("%s: %v: pgconn.Timeout %v, errors.Is(err, context.DeadlineExceeded) %v; want both true",
 						call.name, err, pgconn.Timeout(err), errors.Is(err, context.DeadlineExceeded))
