@@ -340,7 +340,8 @@ func namedValues(args []driver.Value) []driver.NamedValue {
 
 // runStatement runs a statement (an exec or a query) on the attached
 // connection: admitted by the Connector's breaker and its outcome recorded
-// there, its error as the caller sees it (physConn.statementErr), and a
+// there, its error as the caller sees it (physConn.statementErr), a
+// lost connection told to the watch of the hosts, if any, and a
 // broken connection noted (check).
 func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T, error) {
 	p, err := c.c.guard.Enter(ctx)
@@ -351,6 +352,9 @@ func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T
 	mark := c.pc.sentMark()
 	r, err := run()
 	err = c.leaveReadOnly(ctx, mark, c.pc.statementErr(ctx, mark, err))
+	if c.c.watch != nil && serverGone(err) {
+		c.c.watch.failed() // new connections wait for the watch's first look rather than each dialing every host
+	}
 	c.c.guard.Exit(ctx, p, err)
 	return r, c.check(err)
 }

@@ -351,17 +351,23 @@ func (c *Connector) retire() {
 }
 
 // writableFound is called when the watch of the DSN's hosts finds one that
-// takes writes after none did: a circuit that is not closed half-opens
-// afresh, so that the next connection attempt goes through now rather than
-// after the open delay the failed attempts set (or after a half-open
-// spell that began long ago, whose HalfOpenMaxWait would reopen it); and,
-// when the pool holds no connection, a Reset ends its hold of creations
-// (a rejection's retry-after), which would keep it from dialing until then.
+// takes writes after none did, before attempts are let through to it. What
+// the old server caused holds nothing against the new one: a circuit that
+// is not closed half-opens afresh, so that the next connection attempt
+// goes through now rather than after the open delay the failed attempts
+// set (or after a half-open spell that began long ago, whose
+// HalfOpenMaxWait would reopen it); a pause (back-pressure) ends, its
+// probe the next attempt; and, when the pool holds no connection, a Reset
+// ends its hold of creations (a rejection's retry-after), which would
+// keep it from dialing until then.
 func (c *Connector) writableFound() {
 	if b := c.guard.Breaker(); b != nil {
 		if s := b.State(); s == breaker.Open || s == breaker.HalfOpen {
 			_ = b.TransitionTo(breaker.HalfOpen)
 		}
+	}
+	if p := c.guard.Pause(); p != nil {
+		p.End()
 	}
 	if c.pool.Stats().Total == 0 {
 		c.pool.Reset()

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/dbguard"
 	"github.com/respool/respool/internal/resil"
 )
 
@@ -47,19 +48,24 @@ const (
 // multi-host pgx DSN (postgres://u@a,b/db?target_session_attrs=read-write)
 // of a Connector for writes, while its connection attempts find none: a
 // primary that died or was demoted, a standby not yet promoted. It starts
-// at a failed connection attempt and holds one session to each host that
-// accepts one, asking it every watchPoll whether it takes writes (the
-// question of serverReadOnly: in recovery, or read-only for every new
-// session), and dials the others every watchRedial. While every host is
-// known to be unreachable or read-only (or not yet seen), connection
-// attempts are refused at once (admit: ErrNoWritableServer) instead of dialing each host and
-// waiting out the breaker: callers fail fast, and the servers see this
-// watch's few dials, not every caller's. The moment a host answers that it
-// takes writes, found is called (the breaker half-opens: the next attempt
-// goes through), and attempts dial that host first (prefer) until one
-// fails or a write is refused as read-only. The watch
-// ends when an attempt succeeds, when no attempt asked for watchIdle, or
-// when the Connector closes.
+// at a failed connection attempt, or at a statement whose connection was
+// lost (the server shut down, or the connection broke: the pool's new
+// connections then wait for its first look instead of each dialing every
+// host; on a primary that is well, that look costs one dial). It holds one
+// session to each host that accepts one, asking it every watchPoll
+// whether it takes writes (the question of serverReadOnly: in recovery, or
+// read-only for every new session), and dials the others every
+// watchRedial. While every host is known to be unreachable or read-only
+// (or not yet seen), connection attempts are refused at once (admit:
+// ErrNoWritableServer) instead of dialing each host and waiting out the
+// breaker: callers fail fast, and the servers see this watch's few dials,
+// not every caller's. On a read-only host it parks one connection that
+// waits, connected, for the host to take writes (park). The moment a host
+// answers that it takes writes, found is called (the breaker half-opens:
+// the next attempt goes through, and takes the parked connection), and
+// attempts dial that host first (prefer) until one fails or a write is
+// refused as read-only. The watch ends when an attempt succeeds, when no
+// attempt asked for watchIdle, or when the Connector closes.
 //
 // Its state: run is the current watch (nil: none), read without the lock,
 // started and ended under mu; each host's state is written by its
@@ -70,7 +76,7 @@ type primaryWatch struct {
 	clock  clock.Clock
 	name   string // the pool's, in rejections
 	logger *slog.Logger
-	found  func() // a host takes writes after none did; set before first use
+	found  func() // once a watch: a host takes writes after none did, before attempts are let through; set before first use
 
 	mu     sync.Mutex               // orders the starts and ends of runs, and closed
 	run    atomic.Pointer[watchRun] // nil: not watching
@@ -82,10 +88,10 @@ type primaryWatch struct {
 	// dial makes a connection through the Connector's real driver
 	// (connFactory.create): the parked one (see park). Set before first use.
 	dial func(context.Context) (driver.Conn, error)
-	// parking is set while a parked connection is being made or waits;
-	// parked holds it once the server takes writes, until an attempt
-	// takes it (takeParked) or the watch ends.
-	parking atomic.Bool
+	// parking is the parked connection being made or waiting, nil when
+	// none is; parked holds it once the server takes writes, until an
+	// attempt takes it (takeParked) or the watch ends.
+	parking atomic.Pointer[parking]
 	parked  atomic.Pointer[parkedConn]
 
 	// preferred is the address of the host last found taking writes, which
@@ -98,6 +104,11 @@ type primaryWatch struct {
 type watchRun struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	// found is closed when a host is first found taking writes in this
+	// run, once primaryWatch.found has returned: a parked connection's
+	// wait asks again at once (see parkOn).
+	found     chan struct{}
+	foundOnce sync.Once
 }
 
 // watchedHost is one host of the DSN: its own connection configuration
@@ -169,7 +180,7 @@ func (w *primaryWatch) failed() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &watchRun{ctx: ctx, cancel: cancel}
+	r := &watchRun{ctx: ctx, cancel: cancel, found: make(chan struct{})}
 	w.run.Store(r)
 	w.asked.Store(w.clock.Now().UnixNano())
 	for _, h := range w.hosts {
@@ -205,6 +216,14 @@ type parkedHostKey struct{}
 type parkedHost struct {
 	addr  string
 	clock clock.Clock
+	found <-chan struct{} // the run's found
+}
+
+// parking is a parked connection under way to host: done is closed when
+// its making ends, the connection parked or not.
+type parking struct {
+	host *watchedHost
+	done chan struct{}
 }
 
 // park makes, in the background, one connection to h, a host found
@@ -214,12 +233,20 @@ type parkedHost struct {
 // rather than one dial later. One is made at a time; it ends with the
 // watch r (or after watchIdle).
 func (w *primaryWatch) park(r *watchRun, h *watchedHost) {
-	if w.dial == nil || w.parked.Load() != nil || !w.parking.CompareAndSwap(false, true) {
+	if w.dial == nil || w.parked.Load() != nil || w.parking.Load() != nil {
+		return
+	}
+	p := &parking{host: h, done: make(chan struct{})}
+	if !w.parking.CompareAndSwap(nil, p) {
 		return
 	}
 	w.wg.Go(func() {
-		defer w.parking.Store(false)
-		ctx, cancel := context.WithTimeout(context.WithValue(r.ctx, parkedHostKey{}, parkedHost{addr: h.addr, clock: w.clock}), watchIdle)
+		defer func() {
+			w.parking.Store(nil)
+			close(p.done)
+		}()
+		ph := parkedHost{addr: h.addr, clock: w.clock, found: r.found}
+		ctx, cancel := context.WithTimeout(context.WithValue(r.ctx, parkedHostKey{}, ph), watchIdle)
 		defer cancel()
 		ctx, log := withDialLog(ctx)
 		conn, err := w.dial(ctx)
@@ -231,7 +258,7 @@ func (w *primaryWatch) park(r *watchRun, h *watchedHost) {
 			_ = conn.Close()
 			return
 		}
-		w.writable(h)
+		w.writable(r, h)
 		if r.ctx.Err() != nil { // the watch ended meanwhile: nobody takes it
 			w.dropParked()
 		}
@@ -240,7 +267,20 @@ func (w *primaryWatch) park(r *watchRun, h *watchedHost) {
 
 // takeParked returns the parked connection, if any, its wires moved to
 // the log of the attempt that takes it (see physFactory.create), or nil.
+// A parked connection still under way to a host found taking writes is
+// waited for, within ctx and watchTimeout: it is connected and
+// authenticated already, and is ready one question after the host takes
+// writes, where a dial would start from nothing.
 func (w *primaryWatch) takeParked(ctx context.Context) driver.Conn {
+	if pk := w.parking.Load(); pk != nil && w.parked.Load() == nil && hostState(pk.host.state.Load()) == hostWritable {
+		t := w.clock.NewTimer(watchTimeout)
+		select {
+		case <-pk.done:
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
 	p := w.parked.Swap(nil)
 	if p == nil {
 		return nil
@@ -263,13 +303,21 @@ func (w *primaryWatch) dropParked() {
 	}
 }
 
-// writable notes that h takes writes: on the first such news in this
-// watch, attempts prefer h and found is called.
-func (w *primaryWatch) writable(h *watchedHost) {
+// writable notes that h takes writes. On the first such news in the
+// watch r, found is called first, so that what it does (a Reset of the
+// pool) comes before any attempt is let through, and a parked connection
+// asks at once; then attempts prefer h, and admit lets them through.
+func (w *primaryWatch) writable(r *watchRun, h *watchedHost) {
+	if hostState(h.state.Load()) == hostWritable {
+		return
+	}
+	r.foundOnce.Do(func() {
+		w.found()
+		close(r.found)
+	})
 	if hostState(h.state.Swap(int32(hostWritable))) != hostWritable {
 		w.preferred.Store(&h.addr)
 		w.logger.Info("respool: a listed server takes writes", slog.String("pool", w.name), slog.String("server", h.addr))
-		w.found()
 	}
 }
 
@@ -292,6 +340,7 @@ func parkOn(ctx context.Context, cc *pgconn.Config) {
 	cc.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
 		tick := ph.clock.NewTicker(watchPoll)
 		defer tick.Stop()
+		found := ph.found // closed when the watch finds a host taking writes: ask at once, once
 		for {
 			ro, err := queryReadOnly(ctx, pc)
 			if err != nil {
@@ -304,6 +353,8 @@ func parkOn(ctx context.Context, cc *pgconn.Config) {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-tick.C():
+			case <-found:
+				found = nil
 			}
 		}
 		if validate != nil {
@@ -483,7 +534,7 @@ func (w *primaryWatch) watch(r *watchRun, h *watchedHost) {
 				h.state.Store(int32(hostReadOnly))
 				w.park(r, h)
 			default:
-				w.writable(h)
+				w.writable(r, h)
 			}
 		}
 		if w.clock.Since(time.Unix(0, w.asked.Load())) >= watchIdle {
@@ -512,12 +563,22 @@ func (w *primaryWatch) connect(ctx context.Context, h *watchedHost) (*pgconn.PgC
 	return pgconn.ConnectConfig(ctx, &cfg.Config)
 }
 
+// serverGone reports whether err, a statement's, says the connection to
+// the server was lost: the server shut the session down (57P01
+// admin_shutdown, 57P02 crash_shutdown, as pg_ctl stop and a crash do), or
+// the connection broke (dbguard's connection and ambiguous classes).
+func serverGone(err error) bool {
+	c := dbguard.Classify(err).Class
+	return c == dbguard.ClassConnection || c == dbguard.ClassAmbiguous
+}
+
 // unreachable reports whether err, a failed connection's, says the server
-// was not reached or dropped the connection, rather than refused it (a
-// PostgreSQL error: authentication, too many connections).
+// was not reached, dropped the connection, or is going away or not yet
+// serving (57P01-57P03: shutting down, starting up), rather than refused
+// it (a PostgreSQL error: authentication, too many connections).
 func unreachable(err error) bool {
-	if errors.As(err, new(*pgconn.PgError)) {
-		return false
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "EOF") ||

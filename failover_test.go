@@ -2,6 +2,7 @@ package respool
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/respool/respool/clock"
+	"github.com/respool/respool/clock/clocktest"
 	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
 )
 
 // fakePrimary is a loopback server that speaks enough PostgreSQL for the
@@ -30,6 +33,9 @@ type fakePrimary struct {
 	readOnly atomic.Bool
 	sessions atomic.Int32           // startups served
 	app      atomic.Pointer[string] // the application_name of the last startup
+	asked    atomic.Int32           // questions answered (after the answer is computed)
+	shutdown atomic.Bool            // a simple query is answered as by a server shutting down (57P01), the session ended
+	drop     atomic.Bool            // a simple query ends the session without a word
 }
 
 func startFakePrimary(t *testing.T, readOnly bool) *fakePrimary {
@@ -73,9 +79,25 @@ func (s *fakePrimary) serve(c net.Conn) {
 			be.Send(&pgproto3.RowDescription{Fields: []pgproto3.FieldDescription{{Name: []byte("ro"), DataTypeOID: 16, DataTypeSize: 1, TypeModifier: -1}}})
 		case *pgproto3.Execute:
 			v := map[bool]string{true: "t", false: "f"}[s.readOnly.Load()]
+			s.asked.Add(1)
 			be.Send(&pgproto3.DataRow{Values: [][]byte{[]byte(v)}})
 			be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
 		case *pgproto3.Sync:
+			be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			if be.Flush() != nil {
+				return
+			}
+		case *pgproto3.Query:
+			if s.drop.Load() {
+				_ = c.Close()
+				return
+			}
+			if s.shutdown.Load() {
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to immediate shutdown command"})
+				_ = be.Flush()
+				return
+			}
+			be.Send(&pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")})
 			be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 			if be.Flush() != nil {
 				return
@@ -187,7 +209,8 @@ func TestPreferHostDialsTheWritableHostFirst(t *testing.T) {
 // once the second takes writes, attempts go on and dial it first, and
 // found is called once; a failed attempt forgets it.
 func TestWatchRefusesAttemptsWhileNoHostTakesWrites(t *testing.T) {
-	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	standby := startFakePrimary(t, true)
+	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
 	w := newTestWatch(t, dead, standby.addr)
 	var found atomic.Int32
 	w.found = func() { found.Add(1) }
@@ -227,24 +250,31 @@ func TestWatchRefusesAttemptsWhileNoHostTakesWrites(t *testing.T) {
 	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != standby.addr {
 		t.Errorf("preferred host after the watch ended: %v; want %s still", got, standby.addr)
 	}
+	standby.readOnly.Store(true) // demoted: the new watch finds no host taking writes, and prefers none
 	w.failed()
 	if got := w.prefer(context.Background()).Value(preferredHostKey{}); got != nil {
 		t.Errorf("preferred host after a failed attempt: %v; want none", got)
 	}
 }
 
-// TestWatchLetsAttemptsThroughWhenAServerRefuses: a host that answers a
-// connection with an error (authentication, too many connections) lets
-// attempts go on, so that the caller and the breaker learn why.
-func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
-	refusing := hungServer(t, func(c net.Conn) {
+// refusingServer is a loopback server that answers every startup with a
+// FATAL error of code and message, and closes the connection.
+func refusingServer(t *testing.T, code, message string) string {
+	return hungServer(t, func(c net.Conn) {
 		be := pgproto3.NewBackend(c, c)
 		if _, err := be.ReceiveStartupMessage(); err == nil {
-			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01", Message: "password authentication failed"})
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: code, Message: message})
 			_ = be.Flush()
 		}
 		_ = c.Close()
 	})
+}
+
+// TestWatchLetsAttemptsThroughWhenAServerRefuses: a host that answers a
+// connection with an error (authentication, too many connections) lets
+// attempts go on, so that the caller and the breaker learn why.
+func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
+	refusing := refusingServer(t, "28P01", "password authentication failed")
 	w := newTestWatch(t, closedAddr(t), refusing)
 	w.found = func() {}
 	w.failed()
@@ -253,12 +283,32 @@ func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
 	})
 }
 
+// TestWatchTakesAServerShuttingDownForUnreachable: a server that answers
+// a connection with "the database system is shutting down" (57P03, as a
+// primary stopping does for a moment) is not one that refuses (whose
+// reason the attempts must learn): it is going away, and attempts stay
+// refused while no other host takes writes.
+func TestWatchTakesAServerShuttingDownForUnreachable(t *testing.T) {
+	stopping := refusingServer(t, "57P03", "the database system is shutting down")
+	standby := startFakePrimary(t, true)
+	w := newTestWatch(t, stopping, standby.addr)
+	w.found = func() {}
+	w.failed()
+	err := waitAdmit(t, w, "both hosts known", func(err error) bool {
+		return hostState(w.hosts[0].state.Load()) != hostUnseen && hostState(w.hosts[1].state.Load()) != hostUnseen
+	})
+	if s := hostState(w.hosts[0].state.Load()); s != hostUnreachable || !errors.Is(err, ErrNoWritableServer) {
+		t.Errorf("a server shutting down: %v, admit %v; want unreachable, attempts refused", s, err)
+	}
+}
+
 // TestWatchParksAConnectionOnAReadOnlyHost: while the watch sees a host
 // read-only, it makes one connection to it that waits, connected and
 // authenticated, until the host takes writes; then found is called and the
 // next attempt takes that connection instead of dialing.
 func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
-	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	standby := startFakePrimary(t, true)
+	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
 	w := newTestWatch(t, dead, standby.addr)
 	var found atomic.Int32
 	w.found = func() { found.Add(1) }
@@ -271,7 +321,9 @@ func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
 		return nil
 	})).Connect
 	w.failed()
-	waitAdmit(t, w, "both hosts known", func(err error) bool { return err != nil && strings.Contains(err.Error(), "read-only") })
+	waitAdmit(t, w, "both hosts known", func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "read-only") && strings.Contains(err.Error(), "unreachable")
+	})
 	waitCond(t, "the watch's session and the parked one on the standby", func() bool { return standby.sessions.Load() == 2 })
 	if c := w.takeParked(context.Background()); c != nil {
 		t.Fatal("a connection handed out while the host is read-only")
@@ -291,7 +343,8 @@ func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
 // pool's connections are (a rotated password, a fresh token): here an
 // application_name the server sees.
 func TestWatchSessionsTakeTheHook(t *testing.T) {
-	dead, standby := closedAddr(t), startFakePrimary(t, true)
+	standby := startFakePrimary(t, true)
+	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
 	var hosts sync.Map
 	cfg := Config{DriverName: "pgx", DSN: "postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable",
 		PgxBeforeConnect: func(_ context.Context, cc *pgx.ConnConfig) error {
@@ -304,7 +357,9 @@ func TestWatchSessionsTakeTheHook(t *testing.T) {
 	t.Cleanup(w.close)
 	w.found = func() {}
 	w.failed()
-	waitAdmit(t, w, "both hosts known", func(err error) bool { return err != nil && strings.Contains(err.Error(), "read-only") })
+	waitAdmit(t, w, "both hosts known", func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "read-only") && strings.Contains(err.Error(), "unreachable")
+	})
 	if app := standby.app.Load(); app == nil || *app != "hooked" {
 		t.Errorf("the watch's session started with application_name %v; want the hook's", app)
 	}
@@ -312,5 +367,144 @@ func TestWatchSessionsTakeTheHook(t *testing.T) {
 		if n, ok := hosts.Load(addr); !ok || n.(int) != 0 {
 			t.Errorf("the hook for %s: called %v, with %v other hosts; want called, for that host alone", addr, ok, n)
 		}
+	}
+}
+
+// TestTakeParkedWaitsForTheParkedConnectionOfAWritableHost: an attempt
+// that finds the parked connection still under way to a host the watch
+// has found taking writes waits for it (it is connected and authenticated
+// already, one question from ready), rather than dialing from nothing.
+func TestTakeParkedWaitsForTheParkedConnectionOfAWritableHost(t *testing.T) {
+	standby := startFakePrimary(t, true)
+	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
+	clk := clocktest.New(time.Now())
+	w := newPrimaryWatch(Config{DriverName: "pgx", DSN: "postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable"},
+		clk, "test", slog.New(slog.DiscardHandler))
+	t.Cleanup(w.close)
+	w.found = func() {}
+	release := make(chan struct{})
+	w.dial = func(ctx context.Context) (driver.Conn, error) {
+		select {
+		case <-release:
+			return stubConn{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	w.failed()
+	waitCond(t, "a parked connection under way", func() bool { return w.parking.Load() != nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitTimers(ctx, 2); err != nil { // each host's watch waits for its next look
+		t.Fatal(err)
+	}
+	w.hosts[1].state.Store(int32(hostWritable)) // as the watch's next look would find it
+	go func() {
+		// takeParked's wait is its one timer beside the watch's two.
+		if clk.WaitTimers(ctx, 3) == nil {
+			close(release)
+		}
+	}()
+	c := w.takeParked(ctx)
+	if c == nil {
+		t.Fatalf("takeParked returned no connection while the parked one to a writable host was under way (%v); want it waited for", ctx.Err())
+	}
+}
+
+type stubConn struct{ driver.Conn }
+
+func (stubConn) Close() error { return nil }
+
+// TestParkedConnectionAsksAtOnceWhenAHostIsFound: the parked connection's
+// wait asks its server again the moment the watch finds a host taking
+// writes, not at its next tick.
+func TestParkedConnectionAsksAtOnceWhenAHostIsFound(t *testing.T) {
+	standby := startFakePrimary(t, true)
+	clk := clocktest.New(time.Now())
+	found := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc, err := pgconn.ParseConfig("postgres://u@" + standby.addr + "/db?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parkOn(context.WithValue(ctx, parkedHostKey{}, parkedHost{addr: standby.addr, clock: clk, found: found}), cc)
+	done := make(chan error, 1)
+	go func() {
+		pc, err := pgconn.ConnectConfig(ctx, cc)
+		if err == nil {
+			_ = pc.Close(context.Background())
+		}
+		done <- err
+	}()
+	waitCond(t, "the wait's first question answered read-only", func() bool { return standby.asked.Load() > 0 })
+	standby.readOnly.Store(false)
+	close(found) // the clock does not move: no tick comes
+	if err := <-done; err != nil {
+		t.Fatalf("the parked connection: %v; want it made once the host was found taking writes", err)
+	}
+}
+
+// TestLostConnectionStartsTheWatch: a statement whose connection was lost
+// (the server shutting down: 57P01 from pg_ctl stop or a crash's -m
+// immediate; or the socket closed without a word) starts the watch of the
+// hosts at once, so that the pool's new connections wait for its first
+// look rather than each dialing every host of the DSN.
+func TestLostConnectionStartsTheWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(*fakePrimary)
+	}{
+		{"57P01", func(s *fakePrimary) { s.shutdown.Store(true) }},
+		{"dropped", func(s *fakePrimary) { s.drop.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary := startFakePrimary(t, false)
+			c, err := NewConnector(Config{DriverName: "pgx", DSN: "postgres://u@" + primary.addr + "," + closedAddr(t) + "/db?sslmode=disable"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			defer db.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+				t.Fatal(err)
+			}
+			if c.watch == nil || c.watch.active() {
+				t.Fatalf("watch %v, active before any failure", c.watch)
+			}
+			tc.end(primary)
+			if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err == nil {
+				t.Fatal("a statement on a lost connection succeeded")
+			}
+			if !c.watch.active() {
+				t.Error("no watch after a statement whose connection was lost; want one started at once")
+			}
+		})
+	}
+}
+
+// TestWritableFoundEndsThePauseAndTheBreakersOpenSpell: a server found
+// taking writes after none did is a new server: neither the breaker's
+// open spell nor the pause (back-pressure) that the old one caused holds
+// connection attempts to it back; each lets one attempt through at once,
+// as its probe.
+func TestWritableFoundEndsThePauseAndTheBreakersOpenSpell(t *testing.T) {
+	c, err := NewConnector(Config{DriverName: "pgx", DSN: "postgres://u@" + closedAddr(t) + "," + closedAddr(t) + "/db?sslmode=disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.guard.Pause().Hold(time.Hour, errors.New("too many connections"))
+	if err := c.guard.Breaker().TransitionTo(breaker.Open); err != nil {
+		t.Fatal(err)
+	}
+	c.writableFound()
+	if s := c.guard.Pause().State(); s.Holding() {
+		t.Errorf("pause after a new writable server was found: %+v; want its probe let through", s)
+	}
+	if s := c.guard.Breaker().State(); s != breaker.HalfOpen {
+		t.Errorf("breaker after a new writable server was found: %v; want half-open", s)
 	}
 }

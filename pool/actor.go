@@ -401,8 +401,9 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 // abandoned, the creation was given up on at its bound and still runs: it
 // keeps its slot until it ends (msgLate).
 //
-// An object whose creation started before the last Reset is destroyed, and
-// w, if it still waits, asks again (see resize.go).
+// An object whose creation started before the last Reset is destroyed, a
+// failure of such a creation is not counted against the server (no
+// backoff, no hold), and w, if it still waits, asks again (see resize.go).
 func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, abandoned bool) {
 	p := a.p
 	a.creating--
@@ -422,6 +423,15 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, 
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
 		p.counters.createFailures.Add(1)
+		if gen != p.retire.Load()>>1 {
+			// Started before the last Reset: its failure says nothing of
+			// what the Reset was for (a failover, new credentials), and
+			// holds no creation; w, if it still waits, asks again.
+			if w != nil && w.state.Load() == waiterWaiting {
+				a.pending = append(a.pending, request[T]{w: w})
+			}
+			return
+		}
 		a.createFailed(w, err, epoch)
 		return
 	}

@@ -369,3 +369,28 @@ func TestResetEndsAHoldOfCreations(t *testing.T) {
 	waitUntil(t, "the hold ended", func() bool { return !h.p.Stats().NextCreateAttempt.After(h.clk.Now()) })
 	h.giveBack(h.take())
 }
+
+// A creation that started before a Reset and fails after it brings no news
+// of what the Reset was for (a failover, new credentials): its failure,
+// even one with a retry time, holds no creation, and the caller it was
+// made for waits on for a new one.
+func TestAFailureFromBeforeAResetHoldsNoCreations(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour})
+	gate := make(chan struct{})
+	rejected := &retryAfterErr{at: h.clk.Now().Add(time.Hour)}
+	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = gate, rejected })
+	ch := h.takeAsync(context.Background())
+	waitUntil(t, "the creation has started", func() bool { return h.f.attempts.Load() == 1 })
+	h.f.set(func(f *fakeFactory) { f.gate, f.createErr = nil, nil })
+	h.p.Reset()
+	h.ev.wait(t, "retire", 1)
+	close(gate) // the creation from before the Reset fails now
+	r := h.result(ch)
+	if r.err != nil {
+		t.Fatalf("Take = %v; want an object made after the Reset (the failure of the creation from before it held creations)", r.err)
+	}
+	if s := h.p.Stats(); s.NextCreateAttempt.After(h.clk.Now()) || h.f.attempts.Load() != 2 {
+		t.Errorf("next attempt %v, %d attempts; want no hold, 2 attempts", s.NextCreateAttempt, h.f.attempts.Load())
+	}
+	h.giveBack(r.h)
+}

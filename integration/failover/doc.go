@@ -21,7 +21,13 @@
 //     streaming standby (pg_basebackup -R), is promoted 2 s later: failed
 //     writes by class from the stop, the time from the promotion to the
 //     first write on B and to every writer's, from B taking writes to the
-//     first write, and the dials from the stop until B takes writes.
+//     first write, and the dials from the stop until B takes writes. Each
+//     client has this fault to itself, one after the other, so that no
+//     client's dials delay another's recovery or the promotion itself (a
+//     pool that dials 300 times in 2 s slows a promotion on 2 cores from
+//     40 ms to 300–500 ms): the first client's A is the suite's primary,
+//     each next one's the B promoted for the client before it, with a new
+//     standby of its own.
 //  3. read_only: MariaDB is read-only (SET GLOBAL read_only=1; 1290 for the
 //     test user) for 2 s: failed writes, the time from read_only off to the
 //     first write and every writer's, and the dials while it was on.
@@ -34,7 +40,8 @@
 //     dials over 3 s, PostgreSQL first, then MariaDB.
 //
 // The suite starts its own servers (two PostgreSQL primaries, a standby of
-// the first, MariaDB; local binaries only: servers.Local) and stops them.
+// the first, then one more standby a client for promote; MariaDB; local
+// binaries only: servers.Local) and stops them.
 // The report is logged by TestFailover and written to the file named by
 // RESPOOL_FAILOVER_REPORT when it is set.
 //

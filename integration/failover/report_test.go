@@ -115,7 +115,8 @@ func (r *report) table(took time.Duration) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n%d writers per client, pools of %d (database/sql: SetMaxOpenConns and SetMaxIdleConns %d), every write "+
-		"with a %v deadline and a writer's pause of %v after a failure, every client of a server kind at once on the same fault, each through its own counting proxy per "+
+		"with a %v deadline and a writer's pause of %v after a failure, every client of a server kind at once on the same fault "+
+		"(promote: one client after the other, each on its own pair of servers), each through its own counting proxy per "+
 		"server on loopback; PostgreSQL clients on postgres://…@A,B/…?target_session_attrs=read-write. "+
 		"demote: A made read-only in place, B a second writable primary, a recovery is a write on B (%v measured). "+
 		"promote: A stopped with -m immediate, its streaming standby B promoted %v later. read_only: MariaDB read_only=1 for %v. "+

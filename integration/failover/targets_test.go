@@ -44,11 +44,19 @@ const (
 // asks it, then the next host) costs two, so that the writers' 1 s
 // deadlines end before the pools have moved:
 //   - demote, every writer on the writable server within 1 s: none or
-//     about 2 s;
-//   - promote, first write ≤ 50 ms after the standby took writes: 0.6–1.3
-//     s (pgx stdlib and pgxpool 0.2–0.9 s), every writer ≤ 500 ms: 2.2–2.9
-//     s or none within 5 s; dials during the outage ≤ 30: 14–31 (pgxpool
-//     67–85);
+//     about 2 s (1.4–1.5 s at a load of 4 with the race detector; 0.8 s
+//     without it on a quiet machine).
+//
+// Promote, each client on its own pair of servers (see runPromote), with
+// the race detector beside two busy loops (4 runs): respool's first write
+// 30–73 ms after the standby took writes (pgx stdlib 3–88, pgxpool
+// 112–213), every writer 164–465 ms after the promotion (pgx stdlib
+// 349–446, pgxpool 417–693), 27–29 dials during the outage (pgx stdlib
+// 87–104, pgxpool 182–206). Without the race detector on a quiet machine
+// (55 runs): first write 11–69 ms, median about 30 (six runs above
+// 50 ms, the first write on the new primary itself taking up to 50 ms
+// while the pool dials its other connections), every writer 65–401 ms,
+// 24–28 dials. They are not asserted by default: the margins are thin.
 type byDefault bool
 
 // checkTargets asserts issue 16's targets on every respool column of rep:

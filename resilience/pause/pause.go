@@ -218,6 +218,25 @@ func inconclusive(err error) bool {
 // error would; reason says why.
 func (p *Pause) Hold(d time.Duration, reason error) { p.hold(d, reason, resilience.Permit{}) }
 
+// End ends a pause now, as if its time had come: the first caller waiting,
+// or else the next caller, is the probe, whose outcome opens the gate or
+// closes it again. For a caller that knows the reason of the pause is
+// gone (a failover to another server); on a gate that is not paused it
+// does nothing.
+func (p *Pause) End() {
+	now := p.c.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gate(p.gate.Load()) != paused {
+		return
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.until = now
+	p.reopenLocked(now)
+}
+
 // hold closes or extends the gate on a signal met by the call pm admitted.
 func (p *Pause) hold(d time.Duration, reason error, pm resilience.Permit) {
 	now := p.c.Clock.Now()

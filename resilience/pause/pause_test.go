@@ -376,3 +376,29 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// End ends a pause before its time, as if its time had come: the next
+// caller is the probe. On an open gate it does nothing.
+func TestEndEndsAPauseBeforeItsTime(t *testing.T) {
+	f := newFixture(t, pause.Config{})
+	f.p.End() // open: nothing
+	if s := f.p.State(); !s.Open || s.Pauses != 0 {
+		t.Fatalf("End on an open gate: %+v; want open, no pause", s)
+	}
+	f.p.Hold(time.Hour, slowDown{time.Hour})
+	if !f.p.State().Holding() {
+		t.Fatal("not holding after Hold")
+	}
+	f.p.End()
+	if s := f.p.State(); s.Holding() || !s.Probing {
+		t.Fatalf("after End: %+v; want its probe about to run", s)
+	}
+	pm, err := f.p.Enter(f.ctx)
+	if err != nil {
+		t.Fatalf("Enter after End = %v; want the probe through", err)
+	}
+	f.p.Exit(pm, nil)
+	if s := f.p.State(); !s.Open {
+		t.Fatalf("after the probe succeeded: %+v; want open", s)
+	}
+}
