@@ -351,16 +351,20 @@ func (c *Connector) retire() {
 }
 
 // writableFound is called when the watch of the DSN's hosts finds one that
-// takes writes after none did, before attempts are let through to it. What
-// the old server caused holds nothing against the new one: a circuit that
-// is not closed half-opens afresh, so that the next connection attempt
-// goes through now rather than after the open delay the failed attempts
-// set (or after a half-open spell that began long ago, whose
-// HalfOpenMaxWait would reopen it); a pause (back-pressure) ends, its
-// probe the next attempt; and, when the pool holds no connection, a Reset
-// ends its hold of creations (a rejection's retry-after), which would
-// keep it from dialing until then.
-func (c *Connector) writableFound() {
+// takes writes after none did, before attempts are let through to it;
+// refused says the watch refused attempts meanwhile (no listed server took
+// writes for a while: a failover). What the old server caused holds
+// nothing against the new one: a circuit that is not closed half-opens
+// afresh, so that the next connection attempt goes through now rather
+// than after the open delay the failed attempts set (or after a half-open
+// spell that began long ago, whose HalfOpenMaxWait would reopen it); a
+// pause (back-pressure) ends, its probe the next attempt; and the pool is
+// reset, ending its hold of creations and its size lowered by
+// back-pressure, when the watch refused attempts (its connections are to
+// the servers that took no writes) or when it holds no connection. (A
+// watch started by a lost connection on a primary that is well refuses
+// none: its pool is left alone.)
+func (c *Connector) writableFound(refused bool) {
 	if b := c.guard.Breaker(); b != nil {
 		if s := b.State(); s == breaker.Open || s == breaker.HalfOpen {
 			_ = b.TransitionTo(breaker.HalfOpen)
@@ -369,7 +373,7 @@ func (c *Connector) writableFound() {
 	if p := c.guard.Pause(); p != nil {
 		p.End()
 	}
-	if c.pool.Stats().Total == 0 {
+	if refused || c.pool.Stats().Total == 0 {
 		c.pool.Reset()
 	}
 }

@@ -76,7 +76,7 @@ type primaryWatch struct {
 	clock  clock.Clock
 	name   string // the pool's, in rejections
 	logger *slog.Logger
-	found  func() // once a watch: a host takes writes after none did, before attempts are let through; set before first use
+	found  func(refused bool) // once a watch: a host takes writes after none did, before attempts are let through; refused: the watch refused attempts; set before first use
 
 	mu     sync.Mutex               // orders the starts and ends of runs, and closed
 	run    atomic.Pointer[watchRun] // nil: not watching
@@ -109,6 +109,7 @@ type watchRun struct {
 	// wait asks again at once (see parkOn).
 	found     chan struct{}
 	foundOnce sync.Once
+	refused   atomic.Bool // admit refused an attempt in this run
 }
 
 // watchedHost is one host of the DSN: its own connection configuration
@@ -312,7 +313,7 @@ func (w *primaryWatch) writable(r *watchRun, h *watchedHost) {
 		return
 	}
 	r.foundOnce.Do(func() {
-		w.found()
+		w.found(r.refused.Load())
 		close(r.found)
 	})
 	if hostState(h.state.Swap(int32(hostWritable))) != hostWritable {
@@ -392,7 +393,8 @@ func (w *primaryWatch) close() {
 // watch), a rejection matching ErrNoWritableServer whose RetryAfter is the
 // next look.
 func (w *primaryWatch) admit() error {
-	if !w.active() {
+	r := w.run.Load()
+	if r == nil {
 		return nil
 	}
 	now := w.clock.Now()
@@ -408,6 +410,7 @@ func (w *primaryWatch) admit() error {
 		}
 		fmt.Fprintf(&b, "%s %s", h.addr, s)
 	}
+	r.refused.Store(true)
 	return resil.Reject("failover", w.name, &noWritableError{hosts: b.String()}, now, now.Add(watchPoll))
 }
 

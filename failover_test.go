@@ -103,6 +103,7 @@ func (s *fakePrimary) serve(c net.Conn) {
 				return
 			}
 		case *pgproto3.Terminate:
+			_ = c.Close() // the session ends, as the client waits to see
 			return
 		}
 	}
@@ -213,7 +214,7 @@ func TestWatchRefusesAttemptsWhileNoHostTakesWrites(t *testing.T) {
 	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
 	w := newTestWatch(t, dead, standby.addr)
 	var found atomic.Int32
-	w.found = func() { found.Add(1) }
+	w.found = func(bool) { found.Add(1) }
 	if err := w.admit(); err != nil {
 		t.Fatalf("admit before any failure: %v; want nil", err)
 	}
@@ -276,7 +277,7 @@ func refusingServer(t *testing.T, code, message string) string {
 func TestWatchLetsAttemptsThroughWhenAServerRefuses(t *testing.T) {
 	refusing := refusingServer(t, "28P01", "password authentication failed")
 	w := newTestWatch(t, closedAddr(t), refusing)
-	w.found = func() {}
+	w.found = func(bool) {}
 	w.failed()
 	waitAdmit(t, w, "nil: a server refused", func(err error) bool {
 		return err == nil && hostState(w.hosts[1].state.Load()) == hostRefusing
@@ -292,7 +293,7 @@ func TestWatchTakesAServerShuttingDownForUnreachable(t *testing.T) {
 	stopping := refusingServer(t, "57P03", "the database system is shutting down")
 	standby := startFakePrimary(t, true)
 	w := newTestWatch(t, stopping, standby.addr)
-	w.found = func() {}
+	w.found = func(bool) {}
 	w.failed()
 	err := waitAdmit(t, w, "both hosts known", func(err error) bool {
 		return hostState(w.hosts[0].state.Load()) != hostUnseen && hostState(w.hosts[1].state.Load()) != hostUnseen
@@ -311,7 +312,7 @@ func TestWatchParksAConnectionOnAReadOnlyHost(t *testing.T) {
 	dead := closedAddr(t) // after the server: a port closedAddr frees could be the server's otherwise
 	w := newTestWatch(t, dead, standby.addr)
 	var found atomic.Int32
-	w.found = func() { found.Add(1) }
+	w.found = func(bool) { found.Add(1) }
 	cc, err := pgx.ParseConfig("postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable&target_session_attrs=any")
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +356,7 @@ func TestWatchSessionsTakeTheHook(t *testing.T) {
 		}}
 	w := newPrimaryWatch(cfg, clock.System(), "test", slog.New(slog.DiscardHandler))
 	t.Cleanup(w.close)
-	w.found = func() {}
+	w.found = func(bool) {}
 	w.failed()
 	waitAdmit(t, w, "both hosts known", func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "read-only") && strings.Contains(err.Error(), "unreachable")
@@ -381,7 +382,7 @@ func TestTakeParkedWaitsForTheParkedConnectionOfAWritableHost(t *testing.T) {
 	w := newPrimaryWatch(Config{DriverName: "pgx", DSN: "postgres://u@" + dead + "," + standby.addr + "/db?sslmode=disable"},
 		clk, "test", slog.New(slog.DiscardHandler))
 	t.Cleanup(w.close)
-	w.found = func() {}
+	w.found = func(bool) {}
 	release := make(chan struct{})
 	w.dial = func(ctx context.Context) (driver.Conn, error) {
 		select {
@@ -445,6 +446,25 @@ func TestParkedConnectionAsksAtOnceWhenAHostIsFound(t *testing.T) {
 	}
 }
 
+// writeOnFakePrimary opens a Connector for writes on primary and a dead
+// host listed after it, and writes once through it: its pool then holds
+// one idle connection. The *sql.DB closes when t ends; ctx ends 10s later.
+func writeOnFakePrimary(t *testing.T, primary *fakePrimary) (*Connector, *sql.DB, context.Context) {
+	t.Helper()
+	c, err := NewConnector(Config{DriverName: "pgx", DSN: "postgres://u@" + primary.addr + "," + closedAddr(t) + "/db?sslmode=disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	return c, db, ctx
+}
+
 // TestLostConnectionStartsTheWatch: a statement whose connection was lost
 // (the server shutting down: 57P01 from pg_ctl stop or a crash's -m
 // immediate; or the socket closed without a word) starts the watch of the
@@ -460,17 +480,7 @@ func TestLostConnectionStartsTheWatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := startFakePrimary(t, false)
-			c, err := NewConnector(Config{DriverName: "pgx", DSN: "postgres://u@" + primary.addr + "," + closedAddr(t) + "/db?sslmode=disable"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := sql.OpenDB(c)
-			defer db.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
-				t.Fatal(err)
-			}
+			c, db, ctx := writeOnFakePrimary(t, primary)
 			if c.watch == nil || c.watch.active() {
 				t.Fatalf("watch %v, active before any failure", c.watch)
 			}
@@ -500,11 +510,27 @@ func TestWritableFoundEndsThePauseAndTheBreakersOpenSpell(t *testing.T) {
 	if err := c.guard.Breaker().TransitionTo(breaker.Open); err != nil {
 		t.Fatal(err)
 	}
-	c.writableFound()
+	c.writableFound(false)
 	if s := c.guard.Pause().State(); s.Holding() {
 		t.Errorf("pause after a new writable server was found: %+v; want its probe let through", s)
 	}
 	if s := c.guard.Breaker().State(); s != breaker.HalfOpen {
 		t.Errorf("breaker after a new writable server was found: %v; want half-open", s)
 	}
+}
+
+// TestWritableFoundAfterRefusalsResetsThePool: when the watch refused
+// attempts (no listed server took writes for a while) and then finds one
+// that does, the connections the pool still holds are to the servers that
+// took none: the pool is reset (idle ones closed at once), and
+// back-pressure from those servers ends. When it refused none (a lost
+// connection on a primary that is well), the pool is left alone.
+func TestWritableFoundAfterRefusalsResetsThePool(t *testing.T) {
+	c, _, _ := writeOnFakePrimary(t, startFakePrimary(t, false))
+	c.writableFound(false)
+	if s := c.pool.Stats(); s.Idle != 1 || s.Destroys.Reset != 0 {
+		t.Fatalf("after a server was found with no attempt refused: %d idle, %d reset; want 1, 0", s.Idle, s.Destroys.Reset)
+	}
+	c.writableFound(true)
+	waitCond(t, "the idle connection closed by a Reset", func() bool { s := c.pool.Stats(); return s.Destroys.Reset == 1 && s.Idle == 0 })
 }

@@ -30,8 +30,8 @@ import (
 // Reset closes every object made before it, as pgxpool's Reset does, for
 // when something has made every connection stale at once (a failover, a
 // server that became read-only), and ends a hold of creations after a
-// failure (a backoff, a retry-after; not back-pressure's): idle objects
-// are destroyed now, objects in
+// failure (a backoff, a retry-after, back-pressure, whose lowered size
+// ends too): idle objects are destroyed now, objects in
 // use when they are given back (GiveBack destroys them, as Discard would),
 // and objects whose creation was under way are destroyed when it ends, the
 // caller that waited for one getting a new creation (or the next object
@@ -136,10 +136,14 @@ func (a *actor[T]) onRetire() {
 	if r := p.retire.Load() >> 1; r != a.resets {
 		// A Reset: whatever made every object stale may have made the
 		// last creation failure stale too (a failover, new credentials):
-		// a hold of creations for a backoff or a retry-after ends, and
-		// the next creation is made at once. Back-pressure's hold stays.
+		// a hold of creations for a backoff, a retry-after or
+		// back-pressure ends, the size lowered by back-pressure is the
+		// size in force again (a server still full says so at the next
+		// creation), and the next creation is made at once.
 		a.resets = r
-		if g := &a.gate; g.held && !g.heldByBP {
+		g := &a.gate
+		g.limit, g.growFromAlive = a.maxObjects, false
+		if g.held {
 			a.release()
 			a.publishFailure()
 		}

@@ -394,3 +394,33 @@ func TestAFailureFromBeforeAResetHoldsNoCreations(t *testing.T) {
 	}
 	h.giveBack(r.h)
 }
+
+// Reset ends back-pressure too: whatever made every object stale (a
+// failover to another server) may have made the server's "too many
+// connections" stale, and the pool grows again to its size at once. (A
+// server still full says so again at the next creation.)
+func TestResetEndsBackPressure(t *testing.T) {
+	h, srv := newFullServerHarness(t, Config{MaxObjects: 10, AcquireTimeout: time.Hour, BackPressure: backPressureFor(time.Hour)}, 4)
+	var held []Handle[*fakeObj]
+	for range 4 {
+		held = append(held, h.take())
+	}
+	fifth := h.takeAsync(context.Background())
+	waitUntil(t, "back-pressure lowers the pool to the 4 alive", func() bool {
+		s := h.p.Stats()
+		return s.EffectiveMaxObjects == 4 && s.Queued == 1
+	})
+	srv.setLimit(10) // the new server has room
+	h.p.Reset()
+	r := h.result(fifth) // a new object: none of the 4 is given back
+	if r.err != nil {
+		t.Fatalf("the fifth Take = %v; want a new object after the Reset", r.err)
+	}
+	if s := h.p.Stats(); s.EffectiveMaxObjects != 10 || s.NextCreateAttempt.After(h.clk.Now()) {
+		t.Errorf("after Reset: effective max %d, next attempt %v; want 10, no hold", s.EffectiveMaxObjects, s.NextCreateAttempt)
+	}
+	h.giveBack(r.h)
+	for _, hd := range held {
+		h.giveBack(hd)
+	}
+}
