@@ -82,7 +82,8 @@ type actor[T any] struct {
 	// on (onRetire).
 	resets uint64
 	// createTime is the mean run of the creations that succeeded (a moving
-	// average, the newest weighing 1/8), in clock units; 0 until one has.
+	// average, the newest weighing 1/holdWeight), in clock units; 0 until
+	// one has.
 	createTime int64
 
 	hook func(string) // tests only: called after each event is handled
@@ -397,6 +398,15 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 		})
 }
 
+// askAgain puts w, if it still waits, back in pending, the creation made
+// for it having been made across a Reset: it gets a slot of its own if one
+// is free, else it queues for a give-back (full).
+func (a *actor[T]) askAgain(w *waiter[T]) {
+	if w != nil && w.state.Load() == waiterWaiting {
+		a.pending = append(a.pending, request[T]{w: w})
+	}
+}
+
 // onCreated handles the end of a creation for w (nil: for nobody). With
 // abandoned, the creation was given up on at its bound and still runs: it
 // keeps its slot until it ends (msgLate).
@@ -426,10 +436,8 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, 
 		if gen != p.retire.Load()>>1 {
 			// Started before the last Reset: its failure says nothing of
 			// what the Reset was for (a failover, new credentials), and
-			// holds no creation; w, if it still waits, asks again.
-			if w != nil && w.state.Load() == waiterWaiting {
-				a.pending = append(a.pending, request[T]{w: w})
-			}
+			// holds no creation.
+			a.askAgain(w)
 			return
 		}
 		a.createFailed(w, err, epoch)
@@ -449,9 +457,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, 
 		p.destroy(e, reasonClosed)
 	case gen != p.retire.Load()>>1: // made across a Reset
 		p.destroy(e, reasonReset)
-		if w != nil && w.state.Load() == waiterWaiting {
-			a.pending = append(a.pending, request[T]{w: w}) // a slot of its own if one is free, else full
-		}
+		a.askAgain(w)
 	case w != nil && w.deliver(created[T]{e: e}):
 	default:
 		e.idleSince = p.now.Load()

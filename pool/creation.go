@@ -156,7 +156,7 @@ func (a *actor[T]) createTook(took int64) {
 		a.createTime = took
 		return
 	}
-	a.createTime += (took - a.createTime) / 8
+	a.createTime += (took - a.createTime) / holdWeight // weighed as the hold it is compared with
 }
 
 // paceCreated moves ramp after a creation for w (nil: for nobody, which

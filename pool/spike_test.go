@@ -43,6 +43,19 @@ func (h *harness) takeMany(n int) chan takeResult {
 	return ch
 }
 
+// serveEach waits for n results of res (each within h.result's bound),
+// fails on an error, and gives each object back as it comes.
+func (h *harness) serveEach(res chan takeResult, n int) {
+	h.t.Helper()
+	for range n {
+		r := h.result(res)
+		if r.err != nil {
+			h.t.Fatalf("Take: %v", r.err)
+		}
+		h.giveBack(r.h)
+	}
+}
+
 // TestSpikeServedByGiveBacks: callers who find no idle object while objects
 // are held, which may come back before a new one is made, get one creation
 // between them, not one each (HikariCP-benchmark's SpikeLoadTest: min idle
@@ -61,17 +74,7 @@ func TestSpikeServedByGiveBacks(t *testing.T) {
 	for _, hd := range held {
 		h.giveBack(hd)
 	}
-	for range 5 { // the 2 objects go round the 5 callers
-		select {
-		case r := <-res:
-			if r.err != nil {
-				t.Fatalf("Take: %v", r.err)
-			}
-			h.giveBack(r.h)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the callers were not served by give-backs; stats %+v", h.p.Stats())
-		}
-	}
+	h.serveEach(res, 5) // the 2 objects go round the 5 callers
 	if got := h.p.Stats().Creating; got != 1 {
 		t.Fatalf("every caller served: %d creations in flight; want the 1 started", got)
 	}
@@ -142,15 +145,5 @@ func TestSlowDrainIsNotPaced(t *testing.T) {
 	for range 5 {
 		gate <- struct{}{}
 	}
-	for range 5 {
-		select {
-		case r := <-res:
-			if r.err != nil {
-				t.Fatalf("Take: %v", r.err)
-			}
-			h.giveBack(r.h)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the callers were not served; stats %+v", h.p.Stats())
-		}
-	}
+	h.serveEach(res, 5)
 }
