@@ -144,8 +144,9 @@ func (a *actor[T]) onRetire() {
 		g := &a.gate
 		g.limit, g.growFromAlive = a.maxObjects, false
 		if g.held {
-			a.release()
+			a.release() // stops the timer whose onRetryDue would start the next creation:
 			a.publishFailure()
+			a.startCreates() // the callers waiting for it get it now
 		}
 	}
 	a.needRefill = true

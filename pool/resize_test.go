@@ -370,6 +370,32 @@ func TestResetEndsAHoldOfCreations(t *testing.T) {
 	h.giveBack(h.take())
 }
 
+// A Reset that ends a hold of creations starts the creation a caller waits
+// for: a caller who asked while the gate was held waits for the next
+// attempt (objects are alive to be given back, so it does not fail fast),
+// and the Reset that opens the gate, stopping its timer, is that attempt's
+// start. (Found in the failover suite: a Take waited its whole deadline
+// after the Reset of a promotion while nothing was dialed.)
+func TestResetStartsTheCreationACallerWaitsFor(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 2, AcquireTimeout: time.Hour})
+	first := h.take() // alive: the caller below waits rather than fail fast
+	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("refused") })
+	ch := h.takeAsync(h.withDeadline(time.Hour))
+	h.heldBack()
+	waitUntil(t, "the caller waits for the next attempt", func() bool {
+		s := h.p.Stats()
+		return s.Waiting == 1 && h.f.attempts.Load() == 2
+	})
+	h.f.set(func(f *fakeFactory) { f.createErr = nil })
+	h.p.Reset()
+	r := h.result(ch) // the clock stands still: only the Reset can start the attempt
+	if r.err != nil {
+		t.Fatalf("Take = %v; want an object made after the Reset", r.err)
+	}
+	h.giveBack(r.h)
+	h.giveBack(first)
+}
+
 // A creation that started before a Reset and fails after it brings no news
 // of what the Reset was for (a failover, new credentials): its failure,
 // even one with a retry time, holds no creation, and the caller it was
