@@ -42,9 +42,9 @@ failover: ## the failover suite alone (issue 16; ~1 min): demoted primary, promo
 	cd integration && RESPOOL_FAILOVER_REPORT=$(FAILOVER_REPORT) $(GO) test -count=1 -timeout 5m $(FAULTS_FLAGS) -run '^TestFailover$$' ./failover/; \
 		status=$$?; echo; cat $(FAILOVER_REPORT) 2>/dev/null; exit $$status
 
-lint: ## a gofmt check, the API's size (at most 400 exported identifiers: make api), then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
+lint: ## a gofmt check, the API's size (at most 405 exported identifiers: make api), then go vet, staticcheck and go mod tidy -diff in every module (each directory with a go.mod)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@$(GO) run ./internal/apicount -max 400 . >/dev/null
+	@$(GO) run ./internal/apicount -max 405 . >/dev/null
 	@for m in $(MODULES); do \
 		echo "lint: $$m"; \
 		(cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \

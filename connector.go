@@ -280,6 +280,37 @@ func (c *Connector) Format(f fmt.State, _ rune) { _, _ = fmt.Fprintf(f, "%T(%q)"
 // only while they are in use.
 func (c *Connector) Stats() pool.Stats { return c.pool.Stats() }
 
+// DBStats returns Stats in the shape of sql.DBStats, for dashboards and
+// collectors built on database/sql's statistics: through respool,
+// sql.DB.Stats counts database/sql's own handles, which hold a physical
+// connection only while in use, so its OpenConnections, Idle and waits say
+// little of the connections to the server; these do. MaxOpenConnections
+// is the size in force, OpenConnections every connection alive (those
+// being opened and tested included), WaitCount and WaitDuration the takes
+// that waited for one, MaxIdleClosed the connections closed because the
+// pool held more than a Resize allowed (respool keeps no separate idle
+// limit), MaxIdleTimeClosed and MaxLifetimeClosed those closed for
+// Pool.MaxIdle and Pool.MaxLifetime.
+func (c *Connector) DBStats() sql.DBStats {
+	s := c.pool.Stats()
+	return sql.DBStats{
+		MaxOpenConnections: s.MaxObjects,
+		OpenConnections:    s.Total,
+		InUse:              s.InUse,
+		Idle:               s.Idle,
+		WaitCount:          int64(s.Waits),
+		WaitDuration:       s.WaitTime,
+		MaxIdleClosed:      int64(s.Destroys.Resized),
+		MaxIdleTimeClosed:  int64(s.Destroys.Idle),
+		MaxLifetimeClosed:  int64(s.Destroys.Lifetime),
+	}
+}
+
+// Observe sets the Observer the Connector's pool tells of each take's wait,
+// each connection's opening and each hold (nil: none): see
+// pool.Pool.Observe. Module github.com/respool/respool/otel sets one.
+func (c *Connector) Observe(o *pool.Observer) { c.pool.Observe(o) }
+
 // Reset closes every connection made before it, for when something made
 // them all stale at once (a failover, a server demoted to read-only, a
 // changed password you want every session to pick up), as pgxpool's Reset

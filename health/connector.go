@@ -22,7 +22,8 @@ type Guarded interface {
 // ping is the *sql.DB's PingContext: a round trip to the server on a pooled
 // connection, through the breaker (a ping that succeeds while the circuit
 // is half-open closes it). Its Reset and Resize, when it has them (a
-// *respool.Connector has), serve the admin endpoints (Config.AdminPath). A
+// *respool.Connector has), serve the admin endpoints (Config.AdminPath); its
+// Observe, when it has one, is the Source's. A
 // closed Connector's Stats say Closed, so the
 // Source is not ready ("closed") without a ping; a closed *sql.DB fails the
 // ping.
@@ -38,6 +39,9 @@ func FromConnector(c Guarded, ping func(ctx context.Context) error) Source {
 		Resize(maxConns, minIdle int) error
 	}); ok {
 		s.Resize = r.Resize
+	}
+	if o, ok := c.(interface{ Observe(*pool.Observer) }); ok {
+		s.Observe = o.Observe
 	}
 	return s
 }

@@ -30,6 +30,11 @@ type Source struct {
 	// Connector's. Nil: the source offers none.
 	Reset  func()
 	Resize func(maxObjects, minIdle int) error
+	// Observe sets the pool's Observer (pool.Pool.Observe, or a respool
+	// Connector's), for a metrics library that records each wait, creation
+	// and hold (module github.com/respool/respool/otel). Nil: the source
+	// offers none.
+	Observe func(*pool.Observer)
 }
 
 // FromPool returns the Source of p: its Stats, Reset and Resize, and a Probe that
@@ -43,9 +48,10 @@ type Source struct {
 // Connector's breaker and pause are added.
 func FromPool[T any](p *pool.Pool[T]) Source {
 	return Source{
-		Stats:  p.Stats,
-		Reset:  p.Reset,
-		Resize: p.Resize,
+		Stats:   p.Stats,
+		Reset:   p.Reset,
+		Resize:  p.Resize,
+		Observe: p.Observe,
 		Probe: func(ctx context.Context) error {
 			h, err := p.Take(ctx)
 			if err != nil {

@@ -161,6 +161,9 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgCreated:
 		if m.err == nil {
 			a.createTook(m.took)
+			if o := a.p.observer.Load(); o != nil && o.Create != nil {
+				o.Create(time.Duration(m.took))
+			}
 		}
 		a.onCreated(m.w, m.obj, m.err, m.epoch, m.gen, m.abandoned)
 		return "created"

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"runtime"
+	"time"
 )
 
 // GiveBack returns h's object to its pool: it is validated, then handed to
@@ -98,6 +99,14 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 	// h.token stays reachable until the lease has ended, so the leak
 	// detector cannot reclaim the object under us.
 	runtime.KeepAlive(h.token)
+	if o := p.observer.Load(); o != nil && o.Use != nil {
+		if at := e.takenAt.Load(); at != 0 { // 0: taken before Observe
+			o.Use(time.Duration(p.clock() - at))
+		}
+		if p.cfg.HoldThreshold == 0 {
+			e.takenAt.Store(0)
+		}
+	}
 	return e, nil
 }
 

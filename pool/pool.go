@@ -85,6 +85,10 @@ type Pool[T any] struct {
 
 	overload overloadState // the overload policy's measurements; written by waiting callers
 
+	// observer, when set (Observe), is told each Take's wait, each
+	// creation's run and each object's hold as they end.
+	observer atomic.Pointer[Observer]
+
 	// keyed is the budget of the Keyed this pool is one key of, whose actor
 	// and mailbox it shares; nil for a Pool of its own. yields is set by
 	// that actor while this key's give-backs go to it, to be destroyed for

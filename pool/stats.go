@@ -46,6 +46,9 @@ type Stats struct {
 	// MaxObjects is the size in force: Config.MaxObjects, or the last
 	// Resize's.
 	MaxObjects int
+	// MinIdle is the objects kept idle in force: Config.MinIdle, or the
+	// last Resize's.
+	MinIdle int
 	// EffectiveMaxObjects is the most objects the pool makes now:
 	// MaxObjects, or fewer while back-pressure (Config.BackPressure) holds
 	// it down to the objects the server accepted.
@@ -157,9 +160,11 @@ type counters struct {
 func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
 	idle, shardTakes := p.idle.counts()
+	maxObjects, minIdle := p.sizeNow()
 	s := Stats{
 		Closed:              p.closed.Load(),
-		MaxObjects:          int(p.size.Load() >> 32),
+		MaxObjects:          maxObjects,
+		MinIdle:             minIdle,
 		EffectiveMaxObjects: int(p.limit.Load()),
 		FailedFast:          c.failedFast.Load(),
 		BackPressureEvents:  c.backPressure.Load(),

@@ -23,6 +23,32 @@ import (
 // wrapped in a *WaitError naming the last failure) and with a *CreateError
 // when the creation it waited for fails.
 func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
+	if o := p.observer.Load(); o != nil {
+		return p.takeObserved(ctx, o)
+	}
+	return p.take(ctx)
+}
+
+// takeObserved is Take telling o of its wait, and noting when the object
+// was taken for the hold GiveBack tells o of (see claim).
+func (p *Pool[T]) takeObserved(ctx context.Context, o *Observer) (Handle[T], error) {
+	start := p.clock()
+	h, err := p.take(ctx)
+	if err != nil {
+		return h, err
+	}
+	now := p.clock()
+	if p.cfg.HoldThreshold == 0 { // else lend stored it, before the lease changed (see lend)
+		h.e.takenAt.Store(now)
+	}
+	if o.Wait != nil {
+		o.Wait(time.Duration(now - start))
+	}
+	return h, nil
+}
+
+// take is Take.
+func (p *Pool[T]) take(ctx context.Context) (Handle[T], error) {
 	if err := ctx.Err(); err != nil { // an atomic load for the standard contexts
 		return Handle[T]{}, err
 	}
