@@ -8,9 +8,21 @@ require (
 	github.com/prometheus/common v0.66.1
 	github.com/respool/respool v0.0.0-00010101000000-000000000000
 	github.com/respool/respool/metrics/prometheus v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.61.0
+)
+
+require (
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 )
 
 require (
@@ -29,6 +41,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/respool/respool/otel v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -42,3 +55,5 @@ require (
 replace github.com/respool/respool => ../
 
 replace github.com/respool/respool/metrics/prometheus => ../metrics/prometheus
+
+replace github.com/respool/respool/otel => ../otel

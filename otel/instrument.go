@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/respool/respool/health"
 	"github.com/respool/respool/pool"
@@ -25,6 +26,22 @@ type Config struct {
 	// MeterProvider makes the instruments. Nil: otel.GetMeterProvider(),
 	// the global one (a no-op until the program sets one).
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, makes spans under the callers' spans (none
+	// for a caller without one): respool.take, a take from its call to the
+	// connection in hand (respool.take.waiting: the callers it queued
+	// behind), and respool.create, under it, the opening of a connection
+	// made for it (respool's connection attempts, its breaker and pause
+	// included; a pgx ConnectTracer's spans go under it). A failed one has
+	// status Error, the error recorded and error.type: queue_full,
+	// overloaded, acquire_timeout, failed_fast, closed, rejected (a
+	// breaker, pause, rate limiter or the watch of a failover refused it),
+	// canceled, deadline_exceeded, or the class of a server's or network's
+	// error (dbguard.Class: connection, back-pressure, auth, ...). Nil: no
+	// spans (otel.GetTracerProvider() for the global one). Statements'
+	// spans are the real driver's tracer's (otelpgx through
+	// respool.Config.PgxBeforeConnect) or otelsql's around the *sql.DB:
+	// respool makes none, so that none is made twice.
+	TracerProvider trace.TracerProvider
 }
 
 // durationBounds are the histograms' bucket boundaries, in seconds: the
@@ -195,6 +212,10 @@ func Instrument(name string, src health.Source, cfg Config) (stop func() error, 
 		if err != nil {
 			_ = reg.Unregister()
 			return nil, err
+		}
+		if tp := cfg.TracerProvider; tp != nil {
+			tr := tracing{tracer: tp.Tracer(scope), poolName: poolName}
+			obs.Taking, obs.Creating = tr.taking, tr.creating
 		}
 		src.Observe(obs)
 	}

@@ -378,11 +378,18 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 	}
 	goBounded(p, parent, p.cfg.CreateTimeout, "create",
 		func(ctx context.Context) result {
+			var end func(error)
+			if o := p.observer.Load(); o != nil && o.Creating != nil {
+				ctx, end = o.Creating(ctx)
+			}
 			obj, err := p.f.Create(ctx)
 			if err == nil && p.f.AfterCreate != nil {
 				if err = p.f.AfterCreate(ctx, obj); err != nil {
 					p.destroyLate(obj, reasonRejected) // never an entry
 				}
+			}
+			if end != nil {
+				end(err)
 			}
 			return result{obj, err}
 		},

@@ -2,7 +2,10 @@ package pool
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -69,5 +72,68 @@ func TestObserverIsToldWaitsCreationsAndHolds(t *testing.T) {
 		if w, c, u := o.get(); len(w) != 2 || len(c) != 1 || len(u) != 2 {
 			t.Errorf("after Observe(nil): %v %v %v; want nothing more told", w, c, u)
 		}
+	}
+}
+
+type spanKey struct{}
+
+// Taking's context reaches the creation made for the Take (Creating, then
+// Create), each is ended with its outcome, and Taking is told how many
+// callers wait before it.
+func TestObserverTakingAndCreating(t *testing.T) {
+	h := newHarness(t, Config{MaxObjects: 1, AcquireTimeout: time.Hour})
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	told := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), events...)
+	}
+	outcome := func(err error) string {
+		if err != nil {
+			return "failed"
+		}
+		return "ok"
+	}
+	h.p.Observe(&Observer{
+		Taking: func(ctx context.Context, waiting int) (context.Context, func(error)) {
+			note(fmt.Sprintf("take behind %d", waiting))
+			return context.WithValue(ctx, spanKey{}, "take-span"), func(err error) { note("take " + outcome(err)) }
+		},
+		Creating: func(ctx context.Context) (context.Context, func(error)) {
+			note(fmt.Sprintf("create under %v", ctx.Value(spanKey{})))
+			return context.WithValue(ctx, spanKey{}, "create-span"), func(err error) { note("create " + outcome(err)) }
+		},
+	})
+	var seen atomic.Value
+	h.f.set(func(f *fakeFactory) { f.createSeen = func(ctx context.Context) { seen.Store(ctx.Value(spanKey{})) } })
+	first := h.take()
+	if got := seen.Load(); got != "create-span" {
+		t.Errorf("Create saw %v; want the context Creating returned", got)
+	}
+	want := []string{"take behind 0", "create under take-span", "create ok", "take ok"}
+	if got := told(); !slices.Equal(got, want) {
+		t.Fatalf("a take that creates: told %q; want %q", got, want)
+	}
+	second := h.takeAsync(context.Background())
+	waitUntil(t, "the second waits", func() bool { return h.p.Stats().Waiting == 1 })
+	third := h.takeAsync(context.Background())
+	waitUntil(t, "the third waits", func() bool { return h.p.Stats().Waiting == 2 })
+	h.giveBack(first)
+	h.giveBack(h.result(second).h)
+	h.giveBack(h.result(third).h)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.p.Take(gone); err == nil {
+		t.Fatal("Take with an ended context succeeded")
+	}
+	want = append(want, "take behind 0", "take behind 1", "take ok", "take ok", "take behind 0", "take failed")
+	if got := told(); !slices.Equal(got, want) {
+		t.Errorf("told %q; want %q", got, want)
 	}
 }

@@ -1,6 +1,6 @@
-// Command observability serves the health and the Prometheus metrics of a
-// respool database/sql pool (an embedded SQLite database, modernc.org/sqlite)
-// while a small workload runs on it:
+// Command observability serves the health, the Prometheus metrics and the
+// OpenTelemetry metrics of a respool database/sql pool (an embedded SQLite
+// database, modernc.org/sqlite) while a small workload runs on it:
 //
 //   - /livez: 200 while the process answers;
 //   - /readyz: 200 when a query can be served now (the pool is open, its
@@ -9,7 +9,11 @@
 //   - /health: the full report as JSON (connections, waits, acquire-wait
 //     quantiles, destroys by reason, the breaker);
 //   - /metrics: the pool as respool_* metrics with the label pool="orders",
-//     for a Prometheus scrape (package metrics/prometheus).
+//     for a Prometheus scrape (package metrics/prometheus);
+//   - /otel: the pool's OpenTelemetry metrics (module otel: the semantic
+//     conventions' db.client.connection.* and respool.*), collected by an
+//     in-process reader and shown as JSON; a service gives its exporter's
+//     MeterProvider instead (OTLP, or OpenTelemetry's Prometheus exporter).
 //
 // health.FromConnector makes the pool's health source from its Connector:
 // the pool, the breaker and pause in front of it, and db.PingContext as the
@@ -22,6 +26,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,10 +40,13 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/health"
 	respoolprom "github.com/respool/respool/metrics/prometheus"
+	respoolotel "github.com/respool/respool/otel"
 	_ "modernc.org/sqlite" // registers "sqlite"
 )
 
@@ -111,6 +119,9 @@ type observed struct {
 	db        *sql.DB
 	connector *respool.Connector
 	checker   *health.Checker
+	otel      *sdkmetric.ManualReader
+	meters    *sdkmetric.MeterProvider
+	stopOtel  func() error
 	http.Handler
 }
 
@@ -146,11 +157,36 @@ func newObserved(ctx context.Context, dir string) (*observed, error) {
 		return nil, err
 	}
 
+	// OpenTelemetry: the same source, recorded with a MeterProvider (here
+	// one with an in-process reader; a service passes its exporter's, or
+	// none for the global one).
+	o.otel = sdkmetric.NewManualReader()
+	o.meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.otel))
+	if o.stopOtel, err = respoolotel.Instrument(poolName, health.FromConnector(connector, db.PingContext),
+		respoolotel.Config{MeterProvider: o.meters}); err != nil {
+		o.Close()
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/", o.checker.Handler()) // /livez, /readyz, /health
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /otel", o.serveOtel)
 	o.Handler = mux
 	return o, nil
+}
+
+// serveOtel collects the OpenTelemetry metrics and writes them as JSON.
+func (o *observed) serveOtel(w http.ResponseWriter, r *http.Request) {
+	var rm metricdata.ResourceMetrics
+	if err := o.otel.Collect(r.Context(), &rm); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(rm.ScopeMetrics)
 }
 
 func (o *observed) setUp(ctx context.Context) error {
@@ -195,5 +231,12 @@ func (o *observed) workload(ctx context.Context) {
 	}
 }
 
-// Close closes the database: its pool's connections are closed.
-func (o *observed) Close() error { return o.db.Close() }
+// Close stops the OpenTelemetry instruments and closes the database: its
+// pool's connections are closed.
+func (o *observed) Close() error {
+	var err error
+	if o.stopOtel != nil {
+		err = errors.Join(o.stopOtel(), o.meters.Shutdown(context.Background()))
+	}
+	return errors.Join(err, o.db.Close())
+}

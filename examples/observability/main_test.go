@@ -135,10 +135,41 @@ func TestScrape(t *testing.T) {
 		t.Errorf("respool_breaker_state{state=closed}: %v; want 1", m)
 	}
 
+	// OpenTelemetry: the same pool, the semantic conventions' names.
+	status, b := get(t, srv.URL+"/otel")
+	var scopes []struct {
+		Metrics []struct {
+			Name string
+			Unit string
+			Data struct {
+				DataPoints []struct {
+					Attributes []struct{ Key string }
+					Count      uint64 // a histogram's
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &scopes); status != http.StatusOK || err != nil || len(scopes) != 1 {
+		t.Fatalf("/otel: %d %s (%v); want the metrics of one scope", status, b, err)
+	}
+	got := map[string]string{}
+	for _, m := range scopes[0].Metrics {
+		got[m.Name] = m.Unit
+		if m.Name == "db.client.connection.wait_time" && (len(m.Data.DataPoints) != 1 || m.Data.DataPoints[0].Count < rounds*8) {
+			t.Errorf("/otel: %s %+v; want one point counting every take", m.Name, m.Data)
+		}
+	}
+	for name, unit := range map[string]string{"db.client.connection.count": "{connection}", "db.client.connection.max": "{connection}",
+		"db.client.connection.wait_time": "s", "db.client.connection.use_time": "s", "respool.breaker.state": "{state}"} {
+		if got[name] != unit {
+			t.Errorf("/otel: %s in %q; want it in %q (all: %v)", name, got[name], unit, got)
+		}
+	}
+
 	if status, b := get(t, srv.URL+"/readyz"); status != http.StatusOK {
 		t.Errorf("/readyz: %d %s; want 200", status, b)
 	}
-	status, b := get(t, srv.URL+"/health")
+	status, b = get(t, srv.URL+"/health")
 	var report struct {
 		Pools []struct {
 			Name       string `json:"name"`

@@ -1,0 +1,121 @@
+package respoolotel_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/respool/respool/health"
+	respoolotel "github.com/respool/respool/otel"
+	"github.com/respool/respool/pool"
+)
+
+// attr returns the value of key among a span's attributes.
+func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// Under a caller's span, a take that creates makes respool.take and, under
+// it, respool.create; a failed take and creation say why (error.type); a
+// take without a caller's span makes none.
+func TestSpansOfTakesAndCreations(t *testing.T) {
+	refused := errors.New("connection refused")
+	var fail atomic.Bool
+	p, err := pool.New(pool.Factory[int]{Create: func(context.Context) (int, error) {
+		if fail.Load() {
+			return 0, refused
+		}
+		return 1, nil
+	}}, pool.Config{Name: "orders", MaxObjects: 3, BackoffDisabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	mp := sdkmetric.NewMeterProvider()
+	defer mp.Shutdown(context.Background())
+	stop, err := respoolotel.Instrument("orders", health.FromPool(p), respoolotel.Config{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	h, err := p.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.GiveBack()
+	idle, err := p.Take(context.Background()) // no caller's span: none
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, _ := p.Take(context.Background()) // created, without a span
+	_ = idle.GiveBack()
+	held2, _ := p.Take(context.Background())
+	fail.Store(true)
+	if _, err := p.Take(ctx); !errors.Is(err, refused) {
+		t.Fatalf("Take while creations fail = %v; want the refusal", err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.Take(gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Take with a cancelled context = %v", err)
+	}
+	_ = held.GiveBack()
+	_ = held2.GiveBack()
+	request.End()
+
+	spans := rec.Ended()
+	var got []string
+	for _, s := range spans {
+		got = append(got, s.Name())
+	}
+	want := []string{"respool.create", "respool.take", "respool.create", "respool.take", "respool.take", "request"}
+	if len(got) != len(want) {
+		t.Fatalf("spans %q; want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("spans %q; want %q", got, want)
+		}
+	}
+	reqID := spans[5].SpanContext().SpanID()
+	create, take := spans[0], spans[1]
+	if take.Parent().SpanID() != reqID || create.Parent().SpanID() != take.SpanContext().SpanID() {
+		t.Errorf("respool.take's parent %v, respool.create's %v; want the request %v, then respool.take %v",
+			take.Parent().SpanID(), create.Parent().SpanID(), reqID, take.SpanContext().SpanID())
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{create, take} {
+		if v, _ := attr(s, "db.client.connection.pool.name"); v.AsString() != "orders" || s.Status().Code == codes.Error {
+			t.Errorf("%s: pool name %q, status %v; want orders, not an error", s.Name(), v.AsString(), s.Status())
+		}
+	}
+	if v, ok := attr(take, "respool.take.waiting"); !ok || v.AsInt64() != 0 {
+		t.Errorf("respool.take.waiting = %v, %v; want 0", v.AsInt64(), ok)
+	}
+	for i, w := range []struct{ span, errorType string }{
+		{"respool.create", "other"},
+		{"respool.take", "other"},
+		{"respool.take", "canceled"},
+	} {
+		s := spans[2+i]
+		if v, _ := attr(s, "error.type"); s.Name() != w.span || v.AsString() != w.errorType || s.Status().Code != codes.Error {
+			t.Errorf("span %d: %s, error.type %q, status %v; want %s, %q, Error", 2+i, s.Name(), v.AsString(), s.Status(), w.span, w.errorType)
+		}
+	}
+}
