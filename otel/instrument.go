@@ -36,7 +36,9 @@ type Config struct {
 	// overloaded, acquire_timeout, failed_fast, closed, rejected (a
 	// breaker, pause, rate limiter or the watch of a failover refused it),
 	// canceled, deadline_exceeded, or the class of a server's or network's
-	// error (dbguard.Class: connection, back-pressure, auth, ...). Nil: no
+	// error (dbguard.Class: connection, back-pressure, auth, ...), with
+	// respool.create.failures (in a row), respool.retry_at (the next
+	// attempt) and respool.rejected_by (the mechanism) when known. Nil: no
 	// spans (otel.GetTracerProvider() for the global one). Statements'
 	// spans are the real driver's tracer's (otelpgx through
 	// respool.Config.PgxBeforeConnect) or otelsql's around the *sql.DB:

@@ -3,6 +3,7 @@ package respoolotel
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -51,11 +52,27 @@ func noEnd(error) {}
 
 // end ends span with err's outcome: status Error, the error recorded and
 // error.type (see errorType).
+//
+// And what the pool and its mechanisms knew: the creations failed in a
+// row (respool.create.failures) and when the next is attempted
+// (respool.retry_at) for a take failed by creations, the mechanism that
+// refused (respool.rejected_by: breaker, pause, ratelimit, failover, …).
 func end(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(attribute.String("error.type", errorType(err)))
+		var ce *pool.CreateError
+		if errors.As(err, &ce) {
+			span.SetAttributes(attribute.Int("respool.create.failures", ce.Failures))
+		}
+		var re *resilience.RejectedError
+		if errors.As(err, &re) {
+			span.SetAttributes(attribute.String("respool.rejected_by", re.Mechanism))
+		}
+		if at, ok := resilience.RetryAfter(err); ok && !at.IsZero() {
+			span.SetAttributes(attribute.String("respool.retry_at", at.UTC().Format(time.RFC3339Nano)))
+		}
 	}
 	span.End()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -15,6 +16,8 @@ import (
 	"github.com/respool/respool/health"
 	respoolotel "github.com/respool/respool/otel"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/resilience"
+	"github.com/respool/respool/resilience/breaker"
 )
 
 // attr returns the value of key among a span's attributes.
@@ -116,6 +119,59 @@ func TestSpansOfTakesAndCreations(t *testing.T) {
 		s := spans[2+i]
 		if v, _ := attr(s, "error.type"); s.Name() != w.span || v.AsString() != w.errorType || s.Status().Code != codes.Error {
 			t.Errorf("span %d: %s, error.type %q, status %v; want %s, %q, Error", 2+i, s.Name(), v.AsString(), s.Status(), w.span, w.errorType)
+		}
+	}
+}
+
+// A take failed by a creation the breaker refused says so: error.type
+// rejected, respool.rejected_by breaker, the failures in a row and when
+// the next attempt comes; the take after it fails fast and says that.
+func TestSpansSayWhyATakeFailed(t *testing.T) {
+	retryAt := time.Now().Add(time.Hour)
+	open := &resilience.RejectedError{Mechanism: "breaker", Name: "orders", Reason: breaker.ErrOpen, RetryAt: retryAt}
+	p, err := pool.New(pool.Factory[int]{Create: func(context.Context) (int, error) { return 0, open }},
+		pool.Config{Name: "orders", MaxObjects: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	mp := sdkmetric.NewMeterProvider()
+	defer mp.Shutdown(context.Background())
+	stop, err := respoolotel.Instrument("orders", health.FromPool(p), respoolotel.Config{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	defer request.End()
+	for range 2 {
+		if _, err := p.Take(ctx); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("Take = %v; want the breaker's rejection", err)
+		}
+	}
+	var takes []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "respool.take" {
+			takes = append(takes, s)
+		}
+	}
+	if len(takes) != 2 {
+		t.Fatalf("%d respool.take spans; want 2", len(takes))
+	}
+	for i, w := range []struct{ errorType string }{{"rejected"}, {"failed_fast"}} {
+		s := takes[i]
+		et, _ := attr(s, "error.type")
+		by, _ := attr(s, "respool.rejected_by")
+		n, _ := attr(s, "respool.create.failures")
+		at, _ := attr(s, "respool.retry_at")
+		when, _ := time.Parse(time.RFC3339Nano, at.AsString()) // the pool's clock: within a microsecond
+		if et.AsString() != w.errorType || by.AsString() != "breaker" || n.AsInt64() != 1 ||
+			when.Sub(retryAt).Abs() > time.Microsecond {
+			t.Errorf("take %d: error.type %q, rejected_by %q, failures %d, retry_at %q; want %q, breaker, 1, %s",
+				i, et.AsString(), by.AsString(), n.AsInt64(), at.AsString(), w.errorType, retryAt.UTC().Format(time.RFC3339Nano))
 		}
 	}
 }
