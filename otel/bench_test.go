@@ -58,9 +58,9 @@ func TestRecordingAllocatesNothing(t *testing.T) {
 // pool's metrics recorded by the OpenTelemetry SDK (on) or not (off).
 func BenchmarkTakeGiveBack(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		name := "off"
+		name := "metrics=off"
 		if on {
-			name = "on"
+			name = "metrics=on"
 		}
 		b.Run(name, func(b *testing.B) {
 			p := newIntPool(b, on)

@@ -10,7 +10,12 @@
 //	stop, err := respoolotel.Instrument("orders", health.FromConnector(c, db.PingContext), respoolotel.Config{})
 //	defer stop()
 //
-// Any pool.Pool is instrumented the same way with health.FromPool.
+// Any pool.Pool is instrumented the same way with health.FromPool. With
+// Config.TracerProvider it makes spans too, under the callers' spans: a
+// take's wait (respool.take) and the opening of a connection for it
+// (respool.create); statements' spans are the real driver's tracer's (a
+// pgx QueryTracer such as otelpgx's, given in respool.Config's
+// PgxBeforeConnect) or otelsql's.
 //
 // Through respool, sql.DB.Stats counts database/sql's handles, not the
 // connections to the server: dashboards built on it (otelsql's
