@@ -9,6 +9,7 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/testcontainers/testcontainers-go v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/mariadb v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.44.0
@@ -19,6 +20,7 @@ require (
 require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
@@ -63,6 +65,7 @@ require (
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/respool/respool v0.0.0-00010101000000-000000000000
 	github.com/respool/respool/otel v0.0.0-00010101000000-000000000000
+	github.com/respool/respool/redisbudget v0.0.0-00010101000000-000000000000
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -81,3 +84,5 @@ require (
 )
 
 replace github.com/respool/respool/otel => ../otel
+
+replace github.com/respool/respool/redisbudget => ../redisbudget

@@ -38,6 +38,7 @@ type message[T any] struct {
 	epoch     uint64   // msgCreated: the gate's epoch when the creation started
 	gen       uint64   // msgCreated: the count of Resets when the creation started
 	took      int64    // msgCreated: how long the creation ran (pool clock)
+	release   func()   // msgCreated: gives back the object's slot of Config.Budget (nil: none)
 	w         *waiter[T]
 	e         *entry[T]
 	obj       T
@@ -165,7 +166,7 @@ func (a *actor[T]) handle(m message[T]) string {
 				o.Create(time.Duration(m.took))
 			}
 		}
-		a.onCreated(m.w, m.obj, m.err, m.epoch, m.gen, m.abandoned)
+		a.onCreated(m.w, m.obj, m.release, m.err, m.epoch, m.gen, m.abandoned)
 		return "created"
 	case msgTested:
 		a.onTested(m.e, m.err, m.abandoned)
@@ -373,36 +374,44 @@ func (a *actor[T]) startCreate(w *waiter[T]) {
 		parent = context.WithoutCancel(w.ctx)
 	}
 	type result struct {
-		obj T
-		err error
+		obj     T
+		err     error
+		release func() // the slot of Config.Budget the object holds
 	}
 	goBounded(p, parent, p.cfg.CreateTimeout, "create",
-		func(ctx context.Context) result {
+		func(ctx context.Context) (r result) {
 			var end func(error)
 			if o := p.observer.Load(); o != nil && o.Creating != nil {
 				ctx, end = o.Creating(ctx)
+				defer func() { end(r.err) }()
 			}
-			obj, err := p.f.Create(ctx)
-			if err == nil && p.f.AfterCreate != nil {
-				if err = p.f.AfterCreate(ctx, obj); err != nil {
-					p.destroyLate(obj, reasonRejected) // never an entry
+			if b := p.cfg.Budget; b != nil {
+				if r.release, r.err = b.Acquire(ctx); r.err != nil {
+					return r // nothing is created without a slot
 				}
 			}
-			if end != nil {
-				end(err)
+			r.obj, r.err = p.f.Create(ctx)
+			if r.err == nil && p.f.AfterCreate != nil {
+				if r.err = p.f.AfterCreate(ctx, r.obj); r.err != nil {
+					p.destroyLate(r.obj, r.release, reasonRejected) // never an entry
+					r.release = nil
+				}
+			} else if r.err != nil && r.release != nil {
+				r.release()
+				r.release = nil
 			}
-			return result{obj, err}
+			return r
 		},
 		func(r result, errBound error) {
 			if errBound != nil {
 				r.err = errBound
 			}
 			p.send(message[T]{kind: msgCreated, w: w, obj: r.obj, err: r.err, epoch: epoch, gen: gen, abandoned: errBound != nil,
-				took: p.clock() - start})
+				took: p.clock() - start, release: r.release})
 		},
 		func(r result) {
 			if r.err == nil {
-				p.destroyLate(r.obj, reasonLate)
+				p.destroyLate(r.obj, r.release, reasonLate)
 			}
 			p.lateEnded(nil)
 		})
@@ -424,7 +433,7 @@ func (a *actor[T]) askAgain(w *waiter[T]) {
 // An object whose creation started before the last Reset is destroyed, a
 // failure of such a creation is not counted against the server (no
 // backoff, no hold), and w, if it still waits, asks again (see resize.go).
-func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, abandoned bool) {
+func (a *actor[T]) onCreated(w *waiter[T], obj T, release func(), err error, epoch, gen uint64, abandoned bool) {
 	p := a.p
 	a.creating--
 	if abandoned {
@@ -454,7 +463,7 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, err error, epoch, gen uint64, 
 		return
 	}
 	p.counters.creates.Add(1)
-	e := &entry[T]{obj: obj, pool: p, home: a.nextHome, gen: gen}
+	e := &entry[T]{obj: obj, pool: p, home: a.nextHome, gen: gen, release: release}
 	a.nextHome = (a.nextHome + 1) & p.idle.mask
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		// A clock read, not the coarse now, which may be an interval old.
@@ -634,7 +643,7 @@ func (a *actor[T]) startTest(e *entry[T]) {
 			p.send(message[T]{kind: msgTested, e: e, err: err})
 		},
 		func(error) {
-			p.destroyLate(e.obj, reasonTestFailed)
+			p.destroyLate(e.obj, e.release, reasonTestFailed)
 			p.lateEnded(e)
 		})
 }

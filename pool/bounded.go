@@ -62,12 +62,13 @@ func boundError[T any](p *Pool[T], ctx context.Context, what string, timeout tim
 // destroyLate destroys an object that is not an entry, in the goroutine of
 // the call that has it: one refused by AfterCreate, or one that a call the
 // pool gave up on returned late (whose slot is freed once that call tells
-// the actor it has ended: lateEnded).
-func (p *Pool[T]) destroyLate(obj T, why destroyReason) {
+// the actor it has ended: lateEnded); release gives its slot of
+// Config.Budget back (nil: none).
+func (p *Pool[T]) destroyLate(obj T, release func(), why destroyReason) {
 	if p.closed.Load() {
 		why = reasonClosed
 	}
-	p.destroyObject(obj, why)
+	p.destroyObject(obj, release, why)
 }
 
 // lateEnded tells the actor that a call it gave up on has ended, its object

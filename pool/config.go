@@ -169,6 +169,16 @@ type Config struct {
 	// dbguard.BackPressure. Nil (the default) means no error is
 	// back-pressure: the pool does not know the server's errors.
 	BackPressure func(err error) (d time.Duration, ok bool)
+
+	// Budget, when set, is a budget of objects shared with pools beyond
+	// this one (other processes' pools of the same database): each
+	// creation takes a slot from it first, and gives it back when its
+	// object is destroyed; a take of an idle object does not ask it. While
+	// no slot is free anywhere nothing is created: the pool holds at the
+	// objects alive, as under BackPressure, its callers wait for
+	// give-backs, and it asks again every 100ms. Nil (the default): the
+	// pool's own MaxObjects is its only bound. See Budget.
+	Budget Budget
 	// Overload chooses what happens when more callers wait than the pool
 	// can serve within their deadlines. The zero value, OverloadDeadline,
 	// fails at once the callers that cannot be served in time and keeps

@@ -3,6 +3,7 @@ package pool
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -197,7 +198,7 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	// Each branch holds the gate, then logs and publishes (noted; the log
 	// says whether a caller gets the failure, see logFailure), then answers
 	// callers: a caller that gets the failure finds it in Stats.
-	if ra, ok := resilience.RetryAfter(err); !c.IgnoreRetryAfter && ok && p.clockOf(ra) > now {
+	if ra, ok := resilience.RetryAfter(err); !c.IgnoreRetryAfter && ok && p.clockOf(ra) > now && !errors.Is(err, ErrBudgetExhausted) {
 		g.failing = !c.BackoffDisabled // after the pause, one attempt at a time
 		a.hold(now, p.clockOf(ra), err, false)
 		all := func(*waiter[T]) bool { return true }
@@ -421,6 +422,9 @@ func (a *actor[T]) onRetryDue() {
 
 // backPressure applies Config.BackPressure to err.
 func (a *actor[T]) backPressure(err error) (time.Duration, bool) {
+	if errors.Is(err, ErrBudgetExhausted) { // the server was not asked: the budget says what back-pressure would
+		return budgetProbe, true
+	}
 	if f := a.p.cfg.BackPressure; f != nil {
 		if d, ok := f(err); ok {
 			return max(d, 0), true

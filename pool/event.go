@@ -187,11 +187,15 @@ func (p *Pool[T]) emit(e Event, log bool) {
 	}
 }
 
-// destroyObject destroys obj for why, reports it, and counts it.
-func (p *Pool[T]) destroyObject(obj T, why destroyReason) {
+// destroyObject destroys obj for why, gives its slot of Config.Budget back
+// (release, nil without one), reports it, and counts it.
+func (p *Pool[T]) destroyObject(obj T, release func(), why destroyReason) {
 	var err error
 	if p.f.Destroy != nil {
 		err = p.f.Destroy(obj)
+	}
+	if release != nil { // after Destroy: the slot is free once the object is gone
+		release()
 	}
 	if err != nil {
 		p.emit(Event{Kind: EventDestroyFailed, Reason: why.String(), Err: err}, true)

@@ -74,7 +74,7 @@ func (p *Pool[T]) afterGiveBack(e *entry[T]) {
 			}
 		},
 		func(error) {
-			p.destroyLate(e.obj, reasonRejected)
+			p.destroyLate(e.obj, e.release, reasonRejected)
 			p.lateEnded(e)
 		})
 }

@@ -33,6 +33,10 @@ type entry[T any] struct {
 	// immutable.
 	gen uint64
 
+	// release gives back the slot of Config.Budget the object's creation
+	// took, once the object is destroyed; nil without a Budget. Immutable.
+	release func()
+
 	// home is the shard the entry goes back to when idle: that of the P
 	// that last took it from a shard. Written by whoever owns the entry.
 	home int

@@ -181,7 +181,7 @@ func (p *Pool[T]) destroy(e *entry[T], why destroyReason) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.destroyObject(e.obj, why)
+		p.destroyObject(e.obj, e.release, why)
 		p.send(message[T]{kind: msgDestroyed, e: e}) // the actor runs until this arrives
 	}()
 }

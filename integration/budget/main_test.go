@@ -1,0 +1,29 @@
+package budget
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/respool/respool/integration/servers"
+)
+
+// pg and rds are the suite's servers.
+var (
+	pg  *servers.Server
+	rds *servers.Redis
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(servers.Suite(m, func(ctx context.Context) (started []servers.Stopper, err error) {
+		if pg, err = servers.StartPostgres(ctx); err != nil {
+			return nil, err
+		}
+		started = append(started, pg)
+		if rds, err = servers.StartRedis(ctx); err != nil {
+			return started, err
+		}
+		return append(started, rds), nil
+	}))
+}

@@ -1,0 +1,139 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBudget is a shared budget of max slots (the other processes' share
+// taken already), counting its calls.
+type fakeBudget struct {
+	mu                 sync.Mutex
+	max, held          int
+	acquires, releases int
+	refusals           int
+}
+
+func (b *fakeBudget) Acquire(context.Context) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held >= b.max {
+		b.refusals++
+		return nil, fmt.Errorf("budget orders: %d of %d slots taken: %w", b.held, b.max, ErrBudgetExhausted)
+	}
+	b.held++
+	b.acquires++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.held--
+			b.releases++
+			b.mu.Unlock()
+		})
+	}, nil
+}
+
+func (b *fakeBudget) counts() (held, acquires, releases, refusals int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held, b.acquires, b.releases, b.refusals
+}
+
+func (b *fakeBudget) setMax(n int) {
+	b.mu.Lock()
+	b.max = n
+	b.mu.Unlock()
+}
+
+// A shared budget bounds creations, not takes: with 2 slots free anywhere a
+// pool of 5 creates 2 objects, a third caller waits for a give-back (no
+// creation is attempted: the factory is not called) instead of failing;
+// takes of idle objects do not ask the budget; a destroyed object's slot
+// is given back.
+func TestBudgetBoundsCreationsNotTakes(t *testing.T) {
+	b := &fakeBudget{max: 2}
+	h := newHarness(t, Config{MaxObjects: 5, AcquireTimeout: time.Hour, Budget: b})
+	first, second := h.take(), h.take()
+	third := h.takeAsync(h.withDeadline(time.Hour))
+	waitUntil(t, "the third caller waits for a give-back", func() bool {
+		s := h.p.Stats()
+		return s.Queued == 1 && s.EffectiveMaxObjects == 2
+	})
+	if _, acquires, _, refusals := b.counts(); acquires != 2 || refusals != 1 || h.f.attempts.Load() != 2 {
+		t.Fatalf("%d slots taken, %d refusals, %d creations attempted; want 2, 1, 2 (none without a slot)",
+			acquires, refusals, h.f.attempts.Load())
+	}
+	h.giveBack(first)
+	r := h.result(third)
+	if r.err != nil {
+		t.Fatalf("third Take = %v; want the object given back", r.err)
+	}
+	h.giveBack(r.h)
+	for range 10 { // an idle object: the budget is not asked
+		h.giveBack(h.take())
+	}
+	if _, acquires, _, _ := b.counts(); acquires != 2 {
+		t.Errorf("%d slots taken after takes of idle objects; want still 2", acquires)
+	}
+	if err := h.take().Discard(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the discarded object's slot is back", func() bool { held, _, _, _ := b.counts(); return held == 1 })
+
+	h.giveBack(second)
+	if err := h.p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if held, acquires, releases, _ := b.counts(); held != 0 || acquires != releases {
+		t.Errorf("after Close: %d held, %d taken, %d given back; want every slot back", held, acquires, releases)
+	}
+}
+
+// When other processes free slots, the pool held at its objects grows
+// again at its next probe (100 ms on its clock).
+func TestBudgetFreedElsewhereIsTakenAtTheNextProbe(t *testing.T) {
+	b := &fakeBudget{max: 1}
+	h := newHarness(t, Config{MaxObjects: 3, AcquireTimeout: time.Hour, Budget: b})
+	first := h.take()
+	second := h.takeAsync(h.withDeadline(time.Hour))
+	waitUntil(t, "the second waits", func() bool { return h.p.Stats().Queued == 1 })
+	b.setMax(2) // another process gave a slot back
+	h.clk.Advance(budgetProbe)
+	r := h.result(second)
+	if r.err != nil {
+		t.Fatalf("second Take = %v; want a new object once the budget had room", r.err)
+	}
+	if s := h.p.Stats(); s.Total != 2 {
+		t.Errorf("%d objects; want 2", s.Total)
+	}
+	h.giveBack(r.h)
+	h.giveBack(first)
+}
+
+// A creation that fails gives its slot back at once, and one refused by
+// AfterCreate too.
+func TestBudgetSlotOfAFailedCreationIsGivenBack(t *testing.T) {
+	b := &fakeBudget{max: 5}
+	h := newHarnessOf(t, Config{MaxObjects: 2, Budget: b}, func(f *fakeFactory) Factory[*fakeObj] {
+		fac := factoryOf[*fakeObj](f)
+		fac.AfterCreate = func(context.Context, *fakeObj) error { return errors.New("SET refused") }
+		return fac
+	})
+	if _, err := h.p.Take(context.Background()); err == nil {
+		t.Fatal("Take succeeded; want AfterCreate's refusal")
+	}
+	h.f.set(func(f *fakeFactory) { f.createErr = errors.New("refused") })
+	h.afterBackoff()
+	if _, err := h.p.Take(context.Background()); err == nil {
+		t.Fatal("Take succeeded; want the creation's failure")
+	}
+	waitUntil(t, "both slots are back", func() bool {
+		held, acquires, releases, _ := b.counts()
+		return acquires == 2 && releases == 2 && held == 0
+	})
+}
