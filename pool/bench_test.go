@@ -8,7 +8,8 @@ import (
 
 // BenchmarkTakeGiveBack measures one goroutine taking and giving back an
 // object from a warm pool, with the options that add work to that path:
-// what each costs beside the bare path (leak tracking off). bench/ compares
+// what each costs beside the bare path (leak tracking off); a shared
+// Budget should add nothing (it is asked by creations only). bench/ compares
 // the pool with others; this isolates its own options.
 func BenchmarkTakeGiveBack(b *testing.B) {
 	for _, c := range []struct {
@@ -19,6 +20,7 @@ func BenchmarkTakeGiveBack(b *testing.B) {
 		{"leak", Config{}},
 		{"lifetime", Config{LeakTrackingDisabled: true, MaxLifetime: time.Hour}},
 		{"hold-threshold", Config{LeakTrackingDisabled: true, HoldThreshold: time.Hour}},
+		{"shared-budget", Config{LeakTrackingDisabled: true, Budget: &fakeBudget{max: 8}}}, // asked only by creations
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.MaxObjects = 8
