@@ -86,8 +86,10 @@ var breakerStates = []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOp
 //
 // The counts and counters are read when the reader collects; without a
 // src.Observe the histograms are not made. A pool has one Observer: a
-// second Instrument of the same pool takes over its histograms. stop
-// unregisters the callback and takes the Observer off.
+// second Instrument of the same pool takes over its histograms and spans,
+// and the first one's stop would take the second's Observer off (stop the
+// first before instrumenting again). stop unregisters the callback and
+// takes the Observer off.
 func Instrument(name string, src health.Source, cfg Config) (stop func() error, err error) {
 	if src.Stats == nil {
 		return nil, errors.New("respoolotel: Instrument: the source has no Stats")

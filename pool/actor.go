@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -451,7 +452,9 @@ func (a *actor[T]) onCreated(w *waiter[T], obj T, release func(), err error, epo
 		if a.closing {
 			return // cancelled by Close; its caller has been told ErrClosed
 		}
-		p.counters.createFailures.Add(1)
+		if !errors.Is(err, ErrBudgetExhausted) { // the factory was not called
+			p.counters.createFailures.Add(1)
+		}
 		if gen != p.retire.Load()>>1 {
 			// Started before the last Reset: its failure says nothing of
 			// what the Reset was for (a failover, new credentials), and

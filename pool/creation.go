@@ -212,7 +212,11 @@ func (a *actor[T]) createFailed(w *waiter[T], err error, epoch uint64) {
 	var delay int64
 	if d, ok := a.backPressure(err); ok {
 		p.counters.backPressure.Add(1)
-		if alive := len(a.all); alive > 0 {
+		// With no slot free in a shared Budget, objects will be given back
+		// elsewhere if not here: the pool holds even with none alive
+		// (limit 0), its callers queue for the next probe, and nothing
+		// backs off.
+		if alive := len(a.all); alive > 0 || errors.Is(err, ErrBudgetExhausted) {
 			g.limit = min(alive, a.maxObjects)
 			g.failing = false // the server answers: the limit, not a backoff, governs
 			a.hold(now, addSat(now, int64(d)), nil, true)

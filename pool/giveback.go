@@ -99,13 +99,8 @@ func (p *Pool[T]) claim(h Handle[T]) (*entry[T], error) {
 	// h.token stays reachable until the lease has ended, so the leak
 	// detector cannot reclaim the object under us.
 	runtime.KeepAlive(h.token)
-	if o := p.observer.Load(); o != nil && o.Use != nil {
-		if at := e.takenAt.Load(); at != 0 { // 0: taken before Observe
-			o.Use(time.Duration(p.clock() - at))
-		}
-		if p.cfg.HoldThreshold == 0 {
-			e.takenAt.Store(0)
-		}
+	if o := p.observer.Load(); o != nil && o.Use != nil && e.observedLease.Load() == h.lease { // taken under an Observer
+		o.Use(time.Duration(p.clock() - e.takenAt.Load()))
 	}
 	return e, nil
 }

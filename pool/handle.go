@@ -33,6 +33,10 @@ type entry[T any] struct {
 	// immutable.
 	gen uint64
 
+	// observedLease is the lease taken under an Observer (Pool.observeTaken),
+	// whose takenAt its give-back reports; written by the taker.
+	observedLease atomic.Uint64
+
 	// release gives back the slot of Config.Budget the object's creation
 	// took, once the object is destroyed; nil without a Budget. Immutable.
 	release func()

@@ -137,3 +137,31 @@ func TestObserverTakingAndCreating(t *testing.T) {
 		t.Errorf("told %q; want %q", got, want)
 	}
 }
+
+// Only a lease taken under an Observer is told when it ends: one taken
+// before Observe is not (whatever an older lease left behind), and one
+// taken by TryTake is (its wait: none).
+func TestObserverIsToldOnlyOfLeasesTakenUnderIt(t *testing.T) {
+	for _, threshold := range []time.Duration{0, time.Hour} {
+		h := newHarness(t, Config{MaxObjects: 1, HoldThreshold: threshold})
+		o := &observed{}
+		h.p.Observe(o.observer())
+		h.giveBack(h.take()) // an observed lease: told
+		h.p.Observe(nil)
+		before := h.take() // taken before Observe
+		h.p.Observe(o.observer())
+		h.clk.moveLate(time.Hour)
+		h.giveBack(before) // not told: neither its hold nor the old lease's time
+		tried, err := h.p.TryTake()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.clk.moveLate(3 * time.Millisecond)
+		h.giveBack(tried)
+		waits, _, uses := o.get()
+		if len(uses) != 2 || uses[0] != 0 || uses[1] != 3*time.Millisecond || len(waits) != 2 || waits[1] != 0 {
+			t.Errorf("HoldThreshold %v: holds %v, waits %v; want holds [0s 3ms] (not the lease taken before Observe), waits ending with TryTake's 0",
+				threshold, uses, waits)
+		}
+	}
+}

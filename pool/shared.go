@@ -16,11 +16,13 @@ import (
 // bounded by CreateTimeout), and returns the func that gives it back,
 // which the pool calls once. It returns an error matching
 // ErrBudgetExhausted when no slot is free anywhere: the pool then makes
-// nothing and holds at the objects it has, as under back-pressure (its
-// callers wait for objects given back; it asks again after a moment). Any
+// nothing and holds at the objects it has, none included, as under
+// back-pressure (its callers wait for objects given back, or for the next
+// probe; it asks again every 100ms; it is not counted as a creation
+// failure). Any
 // other error fails the creation as a factory's error would. An Acquire
 // whose store does not answer must not hold the creation long: a Budget
-// decides locally then (see module github.com/respool/respool/budget).
+// decides locally then (see module github.com/respool/respool/redisbudget).
 type Budget interface {
 	Acquire(ctx context.Context) (release func(), err error)
 }

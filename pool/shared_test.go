@@ -137,3 +137,35 @@ func TestBudgetSlotOfAFailedCreationIsGivenBack(t *testing.T) {
 		return acquires == 2 && releases == 2 && held == 0
 	})
 }
+
+// With no slot free anywhere and no object alive, a caller waits for the
+// next probe (every 100 ms) instead of failing at once, and the refusal is
+// not a creation failure.
+func TestBudgetExhaustedWithNothingAliveWaitsForAProbe(t *testing.T) {
+	b := &fakeBudget{max: 0}
+	h := newHarness(t, Config{MaxObjects: 3, AcquireTimeout: time.Hour, Budget: b})
+	first := h.takeAsync(h.withDeadline(time.Hour))
+	waitUntil(t, "the caller waits for the next probe", func() bool {
+		_, _, _, refusals := b.counts()
+		s := h.p.Stats()
+		return refusals == 1 && s.Queued == 1 && s.NextCreateAttempt.After(h.clk.Now())
+	})
+	if !pending(first) {
+		t.Fatalf("Take = %+v; want it waiting", h.result(first))
+	}
+	h.clk.Advance(budgetProbe) // a probe, still refused
+	waitUntil(t, "the second probe, and its hold", func() bool {
+		_, _, _, refusals := b.counts()
+		return refusals == 2 && h.p.Stats().NextCreateAttempt.After(h.clk.Now())
+	})
+	b.setMax(1) // another process gave a slot back
+	h.clk.Advance(budgetProbe)
+	r := h.result(first)
+	if r.err != nil {
+		t.Fatalf("Take = %v; want an object once a slot was free", r.err)
+	}
+	if s := h.p.Stats(); s.CreateFailures != 0 || h.f.attempts.Load() != 1 {
+		t.Errorf("%d creation failures, %d creations attempted; want 0, 1 (refusals are not failures)", s.CreateFailures, h.f.attempts.Load())
+	}
+	h.giveBack(r.h)
+}

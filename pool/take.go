@@ -50,13 +50,22 @@ func (p *Pool[T]) takeTimed(ctx context.Context, o *Observer) (Handle[T], error)
 		return h, err
 	}
 	now := p.clock()
-	if p.cfg.HoldThreshold == 0 { // else lend stored it, before the lease changed (see lend)
-		h.e.takenAt.Store(now)
-	}
+	p.observeTaken(h, now)
 	if o.Wait != nil {
 		o.Wait(time.Duration(now - start))
 	}
 	return h, nil
+}
+
+// observeTaken notes that h was taken at now under an Observer, for the
+// hold its give-back tells the Observer of (see claim): only a lease so
+// noted is told, so that a lease taken before Observe, or an old time,
+// is never.
+func (p *Pool[T]) observeTaken(h Handle[T], now int64) {
+	if p.cfg.HoldThreshold == 0 { // else lend stored it, before the lease changed (see lend)
+		h.e.takenAt.Store(now)
+	}
+	h.e.observedLease.Store(h.lease)
 }
 
 // take is Take.
@@ -130,6 +139,12 @@ func (p *Pool[T]) TryTake() (Handle[T], error) {
 		if e != nil {
 			h, err, ok := p.handOut(context.Background(), e, 0)
 			if ok && err == nil {
+				if o := p.observer.Load(); o != nil {
+					p.observeTaken(h, p.clock())
+					if o.Wait != nil {
+						o.Wait(0) // an idle object, at once
+					}
+				}
 				return h, nil
 			}
 			p.counters.untaken.Add(1)

@@ -32,10 +32,10 @@ type Config struct {
 	Max int
 	// TTL is how long a lease lives without renewal: a dead process's
 	// slots come back within it. Leases are renewed every TTL/3. Zero: 3s;
-	// at least 30ms.
+	// at least 30ms (and at least 3 Timeouts).
 	TTL time.Duration
 	// Timeout bounds each call to Redis: an Acquire waits at most this for
-	// it. Zero: 100ms.
+	// it. Zero: 100ms; at most TTL/3.
 	Timeout time.Duration
 	// Logger gets one line when Redis stops answering and one when it
 	// answers again. Nil: slog.Default().
@@ -92,7 +92,8 @@ func New(cfg Config) (*Budget, error) {
 		check(cfg.Name != "", mechanism, "Name", `""`, "a name every process of the budget gives"),
 		check(cfg.Max >= 1, mechanism, "Max", cfg.Max, "an integer ≥ 1"),
 		check(cfg.TTL >= 30*time.Millisecond, mechanism, "TTL", cfg.TTL, "at least 30ms, or 0 for 3s"),
-		check(cfg.Timeout > 0, mechanism, "Timeout", cfg.Timeout, "a positive duration, or 0 for 100ms"),
+		check(cfg.Timeout > 0 && cfg.Timeout <= cfg.TTL/3, mechanism, "Timeout", cfg.Timeout,
+			"a positive duration at most TTL/3 (a renewal must end before the next), or 0 for 100ms"),
 	); err != nil {
 		return nil, err
 	}
@@ -160,9 +161,12 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	name := b.id + ":" + strconv.FormatUint(b.next, 10)
 	b.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(ctx, b.c.Timeout)
-	taken, err := acquireScript.Run(ctx, b.c.Client, []string{b.key}, b.c.Max, b.c.TTL.Milliseconds(), name).Int()
+	call, cancel := context.WithTimeout(ctx, b.c.Timeout)
+	taken, err := acquireScript.Run(call, b.c.Client, []string{b.key}, b.c.Max, b.c.TTL.Milliseconds(), name).Int()
 	cancel()
+	if err != nil && ctx.Err() != nil { // the caller's end, not Redis's silence
+		return nil, fmt.Errorf("redisbudget %s: %w", b.c.Name, ctx.Err())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
@@ -267,11 +271,19 @@ func (b *Budget) renew() {
 		return
 	}
 	b.answered()
+	var orphans []any // given back while the renewal ran: it may have taken them again
 	for i, h := range held {
 		name := names[i+2].(string)
-		if _, ok := b.leases[name]; ok { // not given back meanwhile
+		if _, ok := b.leases[name]; ok {
 			b.leases[name] = h == 1
+		} else if h == 1 {
+			orphans = append(orphans, name)
 		}
+	}
+	if len(orphans) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
+		_ = b.c.Client.ZRem(ctx, b.key, orphans...).Err() // else they expire within TTL
+		cancel()
 	}
 }
 

@@ -30,6 +30,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		{redisbudget.Config{Client: rdb, Name: "n"}, "Max"},
 		{redisbudget.Config{Client: rdb, Name: "n", Max: 1, TTL: time.Millisecond}, "TTL"},
 		{redisbudget.Config{Client: rdb, Name: "n", Max: 1, Timeout: -time.Second}, "Timeout"},
+		{redisbudget.Config{Client: rdb, Name: "n", Max: 1, TTL: 90 * time.Millisecond}, "Timeout"}, // 100ms > TTL/3
 	} {
 		b, err := redisbudget.New(c.cfg)
 		var ce *resilience.ConfigError

@@ -23,7 +23,12 @@
 // and registers its leases again when Redis answers (Stats.Unregistered
 // counts those it could not register because others took the slots).
 //
-// Each slot is taken first come, first served: there is no fair share
-// between processes yet, and a process's idle connections keep their
-// slots until its pool closes them (Pool.MaxIdle).
+// Limits, for now: each slot is taken first come, first served (no fair
+// share between processes yet), and a process's idle connections keep
+// their slots until its pool closes them (Pool.MaxIdle); a process that
+// held no slot when Redis stopped answering opens none until it answers
+// again; and a process cut off from Redis (while the others reach it) for
+// longer than TTL keeps opening up to the slots it held while its leases
+// expire and others take them, so the sum may exceed Max for that long.
+// The scripts need Redis 5 or later (TIME before a write).
 package redisbudget

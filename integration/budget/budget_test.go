@@ -229,3 +229,17 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	again()
 	releases[0]()
 }
+
+// A caller whose context ends during an Acquire gets its context's error;
+// Redis, which answers, is not taken for down.
+func TestACallersEndIsNotRedisDown(t *testing.T) {
+	b, _ := newBudget(t, budgetName(t), 2, 3*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Acquire(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire with a cancelled context = %v; want context.Canceled", err)
+	}
+	if st := b.Stats(); st.StoreDown || st.Held != 0 || st.StoreErrors != 0 {
+		t.Errorf("after a cancelled Acquire: %+v; want Redis up, nothing held, no store error", st)
+	}
+}

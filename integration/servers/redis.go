@@ -114,8 +114,14 @@ func (r *Redis) Kill(ctx context.Context) error {
 }
 
 // Start starts a killed or stopped redis-server again, on the same port,
-// empty.
+// empty. It refuses to start a second one.
 func (r *Redis) Start(ctx context.Context) error {
+	r.mu.Lock()
+	running := r.proc != nil
+	r.mu.Unlock()
+	if running {
+		return errors.New("servers: redis-server is running already")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return fmt.Errorf("servers: %w", err)

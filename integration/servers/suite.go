@@ -24,12 +24,14 @@ type Stopper interface{ Stop(context.Context) error }
 // failing, too); the tests run if it succeeded; the servers are stopped
 // (within 30 s) whatever happened. Its Run is goleak's TestingM:
 //
+//	var pg *servers.Server
+//
 //	func TestMain(m *testing.M) {
-//		goleak.VerifyTestMain(servers.Suite(m, func(ctx context.Context) (s []servers.Stopper, err error) {
-//			if pg, err = servers.StartPostgres(ctx); err == nil {
-//				s = append(s, pg)
+//		goleak.VerifyTestMain(servers.Suite(m, func(ctx context.Context) (_ []servers.Stopper, err error) {
+//			if pg, err = servers.StartPostgres(ctx); err != nil {
+//				return nil, err
 //			}
-//			return s, err
+//			return []servers.Stopper{pg}, nil
 //		}))
 //	}
 func Suite(m *testing.M, start func(ctx context.Context) ([]Stopper, error)) interface{ Run() int } {
