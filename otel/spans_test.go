@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/respool/respool/health"
 	respoolotel "github.com/respool/respool/otel"
@@ -30,6 +31,26 @@ func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
+// traced instruments p, named orders, with an SDK TracerProvider whose
+// spans rec records (and a MeterProvider), until the test ends; tracer
+// starts the callers' spans.
+func traced(t *testing.T, p *pool.Pool[int]) (rec *tracetest.SpanRecorder, tracer trace.Tracer) {
+	t.Helper()
+	rec = tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	mp := sdkmetric.NewMeterProvider()
+	stop, err := respoolotel.Instrument("orders", health.FromPool(p), respoolotel.Config{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stop()
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec, tp.Tracer("test")
+}
+
 // Under a caller's span, a take that creates makes respool.take and, under
 // it, respool.create; a failed take and creation say why (error.type); a
 // take without a caller's span makes none.
@@ -46,18 +67,9 @@ func TestSpansOfTakesAndCreations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider()
-	defer mp.Shutdown(context.Background())
-	stop, err := respoolotel.Instrument("orders", health.FromPool(p), respoolotel.Config{MeterProvider: mp, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	rec, tracer := traced(t, p)
 
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	ctx, request := tracer.Start(context.Background(), "request")
 	h, err := p.Take(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -135,17 +147,8 @@ func TestSpansSayWhyATakeFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider()
-	defer mp.Shutdown(context.Background())
-	stop, err := respoolotel.Instrument("orders", health.FromPool(p), respoolotel.Config{MeterProvider: mp, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	rec, tracer := traced(t, p)
+	ctx, request := tracer.Start(context.Background(), "request")
 	defer request.End()
 	for range 2 {
 		if _, err := p.Take(ctx); !errors.Is(err, breaker.ErrOpen) {

@@ -29,24 +29,17 @@ func (p *Pool[T]) Take(ctx context.Context) (Handle[T], error) {
 	return p.take(ctx)
 }
 
-// takeObserved is Take telling o of its wait, and noting when the object
-// was taken for the hold GiveBack tells o of (see claim).
-func (p *Pool[T]) takeObserved(ctx context.Context, o *Observer) (Handle[T], error) {
+// takeObserved is Take telling o of its wait (and, with Taking, of its
+// beginning and end), and noting the take for the hold GiveBack tells o of
+// (see observeTaken).
+func (p *Pool[T]) takeObserved(ctx context.Context, o *Observer) (h Handle[T], err error) {
 	if o.Taking != nil {
 		var end func(error)
 		ctx, end = o.Taking(ctx, int(p.waiting.Load()))
-		h, err := p.takeTimed(ctx, o)
-		end(err)
-		return h, err
+		defer func() { end(err) }()
 	}
-	return p.takeTimed(ctx, o)
-}
-
-// takeTimed is takeObserved without Taking.
-func (p *Pool[T]) takeTimed(ctx context.Context, o *Observer) (Handle[T], error) {
 	start := p.clock()
-	h, err := p.take(ctx)
-	if err != nil {
+	if h, err = p.take(ctx); err != nil {
 		return h, err
 	}
 	now := p.clock()

@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/pool"
-	"github.com/respool/respool/resilience"
 )
 
 // Config configures a Budget. Client, Name and Max are required; the zero
@@ -62,13 +62,12 @@ type Budget struct {
 	done  chan struct{}
 	close sync.Once
 
-	mu      sync.Mutex
-	next    uint64
-	leases  map[string]bool // the slots held: a lease's name, and whether Redis holds it
-	down    bool            // Redis did not answer the last call
-	ceiling int             // while down: the slots held when Redis last answered
-	known   int             // the slots held when Redis last answered
-	closed  bool
+	mu     sync.Mutex
+	next   uint64
+	leases map[string]bool // the slots held: a lease's name, and whether Redis holds it
+	down   bool            // Redis did not answer the last call
+	known  int             // the slots held when Redis last answered: while down, the most it holds
+	closed bool
 
 	refused, storeErrors uint64 // see Stats
 }
@@ -87,12 +86,12 @@ func New(cfg Config) (*Budget, error) {
 		cfg.Logger = slog.Default()
 	}
 	const mechanism = "redisbudget"
-	if err := errors.Join(
-		check(cfg.Client != nil, mechanism, "Client", "<nil>", "a redis.UniversalClient"),
-		check(cfg.Name != "", mechanism, "Name", `""`, "a name every process of the budget gives"),
-		check(cfg.Max >= 1, mechanism, "Max", cfg.Max, "an integer ≥ 1"),
-		check(cfg.TTL >= 30*time.Millisecond, mechanism, "TTL", cfg.TTL, "at least 30ms, or 0 for 3s"),
-		check(cfg.Timeout > 0 && cfg.Timeout <= cfg.TTL/3, mechanism, "Timeout", cfg.Timeout,
+	if err := resil.FirstError(
+		resil.Check(cfg.Client != nil, mechanism, "Client", "<nil>", "a redis.UniversalClient"),
+		resil.Check(cfg.Name != "", mechanism, "Name", `""`, "a name every process of the budget gives"),
+		resil.Check(cfg.Max >= 1, mechanism, "Max", cfg.Max, "an integer ≥ 1"),
+		resil.Check(cfg.TTL >= 30*time.Millisecond, mechanism, "TTL", cfg.TTL, "at least 30ms, or 0 for 3s"),
+		resil.Check(cfg.Timeout > 0 && cfg.Timeout <= cfg.TTL/3, mechanism, "Timeout", cfg.Timeout,
 			"a positive duration at most TTL/3 (a renewal must end before the next), or 0 for 100ms"),
 	); err != nil {
 		return nil, err
@@ -104,13 +103,6 @@ func New(cfg Config) (*Budget, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), leases: map[string]bool{}}
 	go b.renewEvery(cfg.TTL / 3)
 	return b, nil
-}
-
-func check(ok bool, mechanism, field string, value any, accepted string) error {
-	if ok {
-		return nil
-	}
-	return &resilience.ConfigError{Mechanism: mechanism, Field: field, Value: value, Accepted: accepted}
 }
 
 // acquireScript takes a lease (ARGV[3]) for ARGV[2] ms when fewer than
@@ -172,10 +164,10 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	switch {
 	case err != nil:
 		b.failed(err)
-		if len(b.leases) >= b.ceiling {
+		if len(b.leases) >= b.known {
 			b.refused++
 			return nil, fmt.Errorf("redisbudget %s: Redis does not answer (%v): holding the %d slots held before: %w",
-				b.c.Name, err, b.ceiling, pool.ErrBudgetExhausted)
+				b.c.Name, err, b.known, pool.ErrBudgetExhausted)
 		}
 		b.leases[name] = false // registered when Redis answers again (renew)
 	case taken == 0:
@@ -212,15 +204,15 @@ func (b *Budget) release(name string) {
 }
 
 // failed notes a call to Redis that failed (b.mu held): the first of a run
-// sets the ceiling, the slots held when Redis last answered, and is logged.
+// is logged; Acquire keeps within known meanwhile.
 func (b *Budget) failed(err error) {
 	b.storeErrors++
 	if b.down {
 		return
 	}
-	b.down, b.ceiling = true, b.known
+	b.down = true
 	b.c.Logger.Warn("redisbudget: Redis does not answer: keeping within the slots held",
-		slog.String("budget", b.c.Name), slog.Int("held", b.ceiling), slog.String("error", err.Error()))
+		slog.String("budget", b.c.Name), slog.Int("held", b.known), slog.String("error", err.Error()))
 }
 
 // answered notes a call to Redis that succeeded (b.mu held), after the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 	"github.com/respool/respool/redisbudget"
 )
@@ -21,10 +23,8 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 var budgets atomic.Int64
 
-// budgetName is a name no other test's budget has.
-func budgetName(t *testing.T) string {
-	return t.Name() + "-" + time.Now().Format("150405.000") + "-" + string(rune('a'+budgets.Add(1)%26))
-}
+// budgetName is a name no other budget of the suite's Redis has.
+func budgetName(t *testing.T) string { return t.Name() + "-" + strconv.FormatInt(budgets.Add(1), 10) }
 
 // newBudget is a Budget on the suite's Redis through a client of its own,
 // as each process has; closed (then its client) when the test ends.
@@ -123,16 +123,13 @@ func TestConnectionsOfSeveralPoolsStayWithinTheBudget(t *testing.T) {
 		c.Close()
 	}
 	dba.Close() // the first process ends: its slots are given back as its connections close
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	servers.WaitFor(t, ctx, "a slot for the second pool once the first closed", func() (bool, error) {
 		c, err := hold(dbb)
-		if err == nil {
-			c.Close()
-			break
+		if err != nil {
+			return false, nil // its acquire timeout: the next probe may find the slot
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the second pool got no slot after the first closed: %v", err)
-		}
-	}
+		return true, c.Close()
+	})
 	if st := bb.Stats(); st.Held != 2 || st.StoreDown {
 		t.Errorf("second budget %+v; want 2 held, Redis up", st)
 	}
@@ -157,16 +154,15 @@ func TestSlotsOfADeadProcessComeBackWithinTheTTL(t *testing.T) {
 	}
 	died := time.Now()
 	_ = deadClient.Close() // the process is gone: nothing renews or gives back its leases
-	for {
+	within, cancel := context.WithTimeout(ctx, 3*ttl)
+	defer cancel()
+	servers.WaitFor(t, within, "a slot of the dead holder, within the TTL", func() (bool, error) { // on Redis's clock: polled
 		_, err := alive.Acquire(ctx)
-		if err == nil {
-			break
+		if errors.Is(err, pool.ErrBudgetExhausted) {
+			return false, nil
 		}
-		if !errors.Is(err, pool.ErrBudgetExhausted) || time.Since(died) > 3*ttl {
-			t.Fatalf("Acquire %v after the holder died = %v; want a slot within the TTL (%v)", time.Since(died), err, ttl)
-		}
-		time.Sleep(ttl / 10) // the leases expire on Redis's clock: a poll, bounded above
-	}
+		return err == nil, err
+	})
 	if d := time.Since(died); d < ttl/2 {
 		t.Errorf("a slot came back %v after the holder died; want about the TTL (%v)", d, ttl)
 	}
@@ -218,14 +214,12 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st := b.Stats(); !st.StoreDown && st.Unregistered == 0 && st.Held == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Redis back: %+v; want up, both leases registered again within a renewal", b.Stats())
-		}
-	}
+	within, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	servers.WaitFor(t, within, "both leases registered again within a renewal", func() (bool, error) {
+		st := b.Stats()
+		return !st.StoreDown && st.Unregistered == 0 && st.Held == 2, nil
+	})
 	again()
 	releases[0]()
 }

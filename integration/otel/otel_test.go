@@ -112,7 +112,7 @@ func TestInstrumentsFollowThePool(t *testing.T) {
 				}
 				fourth <- err
 			}()
-			waitFor(t, func() bool { return c.Stats().Waiting == 1 })
+			servers.WaitFor(t, ctx, "the fourth caller to wait", func() (bool, error) { return c.Stats().Waiting == 1, nil })
 			m := collect(t, reader)
 			idle := attribute.String("db.client.connection.state", "idle")
 			used := attribute.String("db.client.connection.state", "used")
@@ -185,16 +185,5 @@ func TestInstrumentsFollowThePool(t *testing.T) {
 				t.Errorf("DBStats = %+v; want 3 open, 3 idle, max 3", s)
 			}
 		})
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
