@@ -353,7 +353,7 @@ func runStatement[T any](ctx context.Context, c *conn, run func() (T, error)) (T
 	r, err := run()
 	err = c.leaveReadOnly(ctx, mark, c.pc.statementErr(ctx, mark, err))
 	if c.c.watch != nil && serverGone(err) {
-		c.c.watch.failed() // new connections wait for the watch's first look rather than each dialing every host
+		c.c.watch.failed() // until its first look new attempts are refused (ErrNoWritableServer) rather than each dialing every host
 	}
 	c.c.guard.Exit(ctx, p, err)
 	return r, c.check(err)

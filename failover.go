@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -569,10 +568,20 @@ func (w *primaryWatch) connect(ctx context.Context, h *watchedHost) (*pgconn.PgC
 // serverGone reports whether err, a statement's, says the connection to
 // the server was lost: the server shut the session down (57P01
 // admin_shutdown, 57P02 crash_shutdown, as pg_ctl stop and a crash do), or
-// the connection broke (dbguard's connection and ambiguous classes).
+// the connection broke without a word (dbguard's connection and ambiguous
+// classes). Not a session the server ended alone (57P05
+// idle_session_timeout, 25P03, 57P04 database_dropped: another code), nor
+// a statement ended by its caller's deadline or cancel: the server is
+// there.
 func serverGone(err error) bool {
-	c := dbguard.Classify(err).Class
-	return c == dbguard.ClassConnection || c == dbguard.ClassAmbiguous
+	v := dbguard.Classify(err)
+	switch {
+	case v.Timeout || v.Canceled:
+		return false
+	case v.Code != "":
+		return v.Code == "57P01" || v.Code == "57P02"
+	}
+	return v.Class == dbguard.ClassConnection || v.Class == dbguard.ClassAmbiguous
 }
 
 // unreachable reports whether err, a failed connection's, says the server
@@ -580,12 +589,8 @@ func serverGone(err error) bool {
 // serving (57P01-57P03: shutting down, starting up), rather than refused
 // it (a PostgreSQL error: authentication, too many connections).
 func unreachable(err error) bool {
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
-		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "EOF") ||
-		errors.As(err, new(*net.OpError))
+	v := dbguard.Classify(err)
+	return v.Class == dbguard.ClassConnection || v.Class == dbguard.ClassAmbiguous || v.Timeout || v.Code == "57P03"
 }
 
 // queryReadOnly asks conn's server whether it takes no writes from a new

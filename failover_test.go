@@ -35,6 +35,7 @@ type fakePrimary struct {
 	app      atomic.Pointer[string] // the application_name of the last startup
 	asked    atomic.Int32           // questions answered (after the answer is computed)
 	shutdown atomic.Bool            // a simple query is answered as by a server shutting down (57P01), the session ended
+	fatal    atomic.Pointer[string] // when set, a simple query is answered with this FATAL code, the session ended
 	drop     atomic.Bool            // a simple query ends the session without a word
 }
 
@@ -94,6 +95,11 @@ func (s *fakePrimary) serve(c net.Conn) {
 			}
 			if s.shutdown.Load() {
 				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to immediate shutdown command"})
+				_ = be.Flush()
+				return
+			}
+			if code := s.fatal.Load(); code != nil {
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: *code, Message: "terminating connection"})
 				_ = be.Flush()
 				return
 			}
@@ -493,6 +499,21 @@ func TestLostConnectionStartsTheWatch(t *testing.T) {
 			}
 		})
 	}
+	// A session the server ended alone, on a server that is there, is not
+	// a lost server: no watch, whose first look would refuse attempts.
+	for _, code := range []string{"57P05", "25P03", "57P04"} {
+		t.Run(code+" starts none", func(t *testing.T) {
+			primary := startFakePrimary(t, false)
+			c, db, ctx := writeOnFakePrimary(t, primary)
+			primary.fatal.Store(&code)
+			if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err == nil {
+				t.Fatal("a statement on an ended session succeeded")
+			}
+			if c.watch.active() {
+				t.Errorf("a watch after %s (the session ended, the server there); want none", code)
+			}
+		})
+	}
 }
 
 // TestWritableFoundEndsThePauseAndTheBreakersOpenSpell: a server found
@@ -526,10 +547,15 @@ func TestWritableFoundEndsThePauseAndTheBreakersOpenSpell(t *testing.T) {
 // back-pressure from those servers ends. When it refused none (a lost
 // connection on a primary that is well), the pool is left alone.
 func TestWritableFoundAfterRefusalsResetsThePool(t *testing.T) {
-	c, _, _ := writeOnFakePrimary(t, startFakePrimary(t, false))
+	c, db, ctx := writeOnFakePrimary(t, startFakePrimary(t, false))
 	c.writableFound(false)
-	if s := c.pool.Stats(); s.Idle != 1 || s.Destroys.Reset != 0 {
-		t.Fatalf("after a server was found with no attempt refused: %d idle, %d reset; want 1, 0", s.Idle, s.Destroys.Reset)
+	// Reset returns before the actor acts, but no connection made before it
+	// is handed out after it: a statement now would need a second one.
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.pool.Stats(); s.Creates != 1 || s.Destroys.Reset != 0 {
+		t.Fatalf("after a server was found with no attempt refused: %d connections made, %d reset; want 1, 0", s.Creates, s.Destroys.Reset)
 	}
 	c.writableFound(true)
 	waitCond(t, "the idle connection closed by a Reset", func() bool { s := c.pool.Stats(); return s.Destroys.Reset == 1 && s.Idle == 0 })

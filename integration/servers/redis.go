@@ -38,7 +38,7 @@ func StartRedis(ctx context.Context) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	for range portAttempts {
+	for attempt := 1; ; attempt++ { // another process may take the port first: the server exits
 		port, err := takePort()
 		if err != nil {
 			os.RemoveAll(dir)
@@ -49,13 +49,11 @@ func StartRedis(ctx context.Context) (*Redis, error) {
 		if err == nil {
 			return r, nil
 		}
-		if !errors.Is(err, errExited) { // not a port another process took first
+		if !errors.Is(err, errExited) || attempt == 3 {
 			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
-	os.RemoveAll(dir)
-	return nil, fmt.Errorf("servers: redis-server: no free port in %d attempts", portAttempts)
 }
 
 // run starts redis-server on r's port and waits until it answers.
