@@ -120,10 +120,13 @@ func TestObserverTakingAndCreating(t *testing.T) {
 	if got := told(); !slices.Equal(got, want) {
 		t.Fatalf("a take that creates: told %q; want %q", got, want)
 	}
+	// Each waiter parked before the next comes (blockedInTake: Waiting
+	// counts a caller before it parks), so that the first given back is
+	// the second's.
 	second := h.takeAsync(context.Background())
-	waitUntil(t, "the second waits", func() bool { return h.p.Stats().Waiting == 1 })
+	waitUntil(t, "the second waits", func() bool { return blockedInTake(1) })
 	third := h.takeAsync(context.Background())
-	waitUntil(t, "the third waits", func() bool { return h.p.Stats().Waiting == 2 })
+	waitUntil(t, "the third waits", func() bool { return blockedInTake(2) })
 	h.giveBack(first)
 	h.giveBack(h.result(second).h)
 	h.giveBack(h.result(third).h)
