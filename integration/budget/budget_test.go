@@ -46,7 +46,9 @@ func newBudget(t *testing.T, name string, max int, ttl time.Duration) (*redisbud
 // maxConns shares b; closed when the test ends.
 func connector(t *testing.T, b pool.Budget, maxConns int) (*sql.DB, *respool.Connector) {
 	t.Helper()
-	cfg, err := respool.ParseDSN(pg.DSN() + "&respool_acquire_timeout=300ms")
+	// 2s: the bound of a wait beyond the budget, and of each dial (a SCRAM
+	// login under -race on a busy machine can take a good part of a second).
+	cfg, err := respool.ParseDSN(pg.DSN() + "&respool_acquire_timeout=2s")
 	if err != nil {
 		t.Fatal(err)
 	}
