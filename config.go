@@ -60,6 +60,15 @@ type Config struct {
 	// slow-call threshold. An empty Name means the pool's. NewConnector
 	// checks it, through dbguard.New.
 	Resilience dbguard.Config
+	// SharedBudget (respool_budget) names a connection budget shared with
+	// the other processes of the same database, opened by NewConnector
+	// through the module registered for its scheme (RegisterBudget), such
+	// as "redis://:password@redis:6379/0?name=orders-db&max=200" (module
+	// redisbudget, imported). Every connection the pool opens takes a slot
+	// of it first (pool.Config.Budget); the Connector closes it. Empty: none;
+	// setting Pool.Budget too is an error. Its password is redacted wherever
+	// respool prints the Config.
+	SharedBudget string
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
 	// InitSQL are statements run in order, each on its own, on every new
@@ -309,6 +318,7 @@ func (c *Config) poolConfig() pool.Config {
 func (c Config) String() string {
 	redacted := c
 	redacted.DSN = RedactDSN(c.DSN)
+	redacted.SharedBudget = dsnform.RedactText(c.SharedBudget)
 	var parts []string
 	if c.DriverName != "" {
 		parts = append(parts, "driver="+c.DriverName)
@@ -324,6 +334,7 @@ func (c Config) String() string {
 func (c Config) GoString() string {
 	type fields Config // no methods: %#v prints the fields
 	c.DSN = RedactDSN(c.DSN)
+	c.SharedBudget = dsnform.RedactText(c.SharedBudget)
 	return "respool.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", fields(c)), "respool.fields")
 }
 

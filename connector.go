@@ -33,6 +33,8 @@ type Connector struct {
 
 	role  *serverRole   // nil for a DSN that asks for reads (see forReads)
 	watch *primaryWatch // nil but for a pgx DSN for writes with several hosts
+
+	budget pool.Budget // opened for Config.SharedBudget, closed with the pool (nil: none)
 }
 
 var (
@@ -123,8 +125,16 @@ func newConnector(cfg Config, text *dsnform.Text,
 	if c.watch != nil {
 		c.watch.dial = f.real.create
 	}
+	if c.budget, err = openBudget(&cfg); err != nil {
+		c.retire()
+		return nil, err
+	}
+	if c.budget != nil {
+		pc.Budget = c.budget
+	}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
-		c.guard.Close()
+		c.retire()
+		_ = closeBudget(c.budget)
 		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {
 			return nil, dsnErr
 		}
@@ -360,16 +370,18 @@ func (c *Connector) ResilienceStats() dbguard.Stats { return c.guard.Stats() }
 // connections still in use are closed as they come back (a lost one when the
 // leak detector finds it). With Config.CloseTimeout it waits that long for
 // the last connection to be closed, and returns the pool's error, matching
-// context.DeadlineExceeded, if some are still in use then.
+// context.DeadlineExceeded, if some are still in use then. The budget it
+// opened for Config.SharedBudget is closed after the pool.
 func (c *Connector) Close() error {
 	c.retire()
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
-		return nil
+		return closeBudget(c.budget)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
-	return c.pool.Close(ctx)
+	err := c.pool.Close(ctx)
+	return errors.Join(err, closeBudget(c.budget))
 }
 
 // retire is what closing c does besides closing its pool (which a Group

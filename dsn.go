@@ -78,6 +78,7 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 //	respool_pause                   !Resilience.PauseDisabled                true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause                duration > 0
 //	respool_log                     LogLevel                                 off, error, warn, info or debug
+//	respool_budget                  SharedBudget                             a URL of a registered scheme (RegisterBudget)
 //
 // The two open-delay keys set one delay.Strategy: the first of them copies
 // dbguard.BreakerPreset's OpenDelay (exponential from 220ms, doubling, Max
@@ -154,12 +155,16 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		if k == nil {
 			return nil, nil, &DSNError{Key: p.Key, Suggestion: dsnSuggest(p.Key)}
 		}
+		value := p.Value // as an error may show it
+		if k.secret {
+			value = dsnform.RedactText(value)
+		}
 		if given[k.name] != nil && k.kind != dsnStrings {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Duplicate: true}
+			return nil, nil, &DSNError{Key: p.Key, Value: value, Duplicate: true}
 		}
 		given[k.name] = p
 		if !p.ValueOK {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: k.accepted + ", percent-encoded"}
+			return nil, nil, &DSNError{Key: p.Key, Value: value, Accepted: k.accepted + ", percent-encoded"}
 		}
 		if !k.parse(c, p.Value) {
 			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: k.accepted}
@@ -304,6 +309,9 @@ type dsnKey struct {
 	// delayMax, for a dsnDelay, makes the key set the Strategy's Max
 	// rather than its Initial.
 	delayMax bool
+	// secret says the value may hold a password (a URL's): it is redacted
+	// in errors, logs and String, not in FormatDSN.
+	secret bool
 	// field returns a pointer to the Config field: *int, *time.Duration,
 	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
 	// dsnBackoffField, *delay.Strategy or *slog.Leveler according to kind.
@@ -315,6 +323,7 @@ const (
 	dsnKeyName    = "respool_name"
 	dsnKeyMinIdle = "respool_min_idle"
 	dsnKeyInitSQL = "respool_init_sql"
+	dsnKeyBudget  = "respool_budget"
 )
 
 // dsnKeys lists every respool key in canonical order, the order in which
@@ -421,6 +430,9 @@ var dsnKeys = []dsnKey{
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
 	{name: "respool_log", kind: dsnLevel, accepted: "off, error, warn, info or debug",
 		field: func(c *Config) any { return &c.LogLevel }},
+	{name: dsnKeyBudget, kind: dsnString, secret: true,
+		accepted: "a budget shared with other processes, such as redis://host:6379/0?name=orders&max=200",
+		field:    func(c *Config) any { return &c.SharedBudget }},
 }
 
 const (
@@ -623,6 +635,9 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 	case *bool:
 		return slog.BoolValue(*p != k.invert), *p
 	case *string:
+		if k.secret {
+			return slog.StringValue(dsnform.RedactText(*p)), *p != ""
+		}
 		return slog.StringValue(*p), *p != ""
 	case *[]string:
 		return slog.AnyValue(*p), len(*p) > 0

@@ -58,6 +58,8 @@ type Budget struct {
 	sub     *redis.PubSub
 	close   sync.Once
 
+	ownClient bool // made from a URL (respool_budget): closed by Close
+
 	mu     sync.Mutex
 	next   uint64
 	leases map[string]bool // the slots held: a lease's name, and whether Redis holds it
@@ -410,6 +412,9 @@ func (b *Budget) Close() error {
 			pipe.ZRem(ctx, k, b.id)
 		}
 		_, err = pipe.Exec(ctx)
+		if b.ownClient {
+			err = errors.Join(err, b.c.Client.Close())
+		}
 	})
 	return err
 }
