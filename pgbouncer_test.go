@@ -301,3 +301,23 @@ func TestPoolerWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestPgBouncerHookExecMode: behind PgBouncer in transaction mode, an
+// attempt whose PgxBeforeConnect hook chose a query mode that breaks there
+// fails, naming it; one that chose a mode that works goes on.
+func TestPgBouncerHookExecMode(t *testing.T) {
+	for _, tt := range []struct {
+		mode pgx.QueryExecMode
+		ok   bool
+	}{{pgx.QueryExecModeDescribeExec, false}, {pgx.QueryExecModeCacheStatement, false}, {pgx.QueryExecModeSimpleProtocol, true}} {
+		hook := func(_ context.Context, cc *pgx.ConnConfig) error { cc.DefaultQueryExecMode = tt.mode; return nil }
+		cc, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pgxBeforeConnect(hook, pgxPieces{cancelWait: -1, endWait: -1, pgbouncer: pgbouncerTransaction})(context.Background(), cc)
+		if tt.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "PgxBeforeConnect set DefaultQueryExecMode "+tt.mode.String()) {
+			t.Errorf("%v: %v; want ok %v", tt.mode, err, tt.ok)
+		}
+	}
+}

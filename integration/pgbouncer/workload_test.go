@@ -17,6 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/respool/respool"
+	"github.com/respool/respool/pool"
 )
 
 // The workload: each client runs goroutines × iterations, through a pool of
@@ -40,7 +41,7 @@ const (
 	opPrepared = "prepared"
 	opTx       = "tx"
 	opAfter    = "after cancel" // the query after a cancelled statement
-	opCancel   = "cancel"       // a cancelled statement that did not fail with its context's error
+	opCancel   = "cancel"       // a cancelled statement that did not fail with its context's error (or respool's refusal to start it, pool.ErrOverloaded)
 )
 
 var ops = []string{opQuery, opPrepared, opTx, opAfter, opCancel}
@@ -98,8 +99,9 @@ func run(t *testing.T, name string, cl client) *counts {
 					scancel()
 					if err == nil {
 						err = errors.New("pg_sleep(1) ended before its context")
-					} else if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "57014") {
-						err = nil // the expected end
+					} else if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "57014") ||
+						errors.Is(err, pool.ErrOverloaded) {
+						err = nil // the expected ends: stopped, or refused by respool as unable to meet its deadline
 					}
 					c.add(opCancel, err)
 					c.add(opAfter, cl.query(ctx, n))
@@ -262,7 +264,7 @@ func TestWorkloadThroughPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer direct.Close(ctx)
-	if _, err := direct.Exec(ctx, "CREATE TABLE IF NOT EXISTS pgb_rows (client text, v int)"); err != nil {
+	if _, err := direct.Exec(ctx, "DROP TABLE IF EXISTS pgb_rows; CREATE TABLE pgb_rows (client text, v int)"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -286,8 +288,12 @@ func TestWorkloadThroughPgBouncer(t *testing.T) {
 			p, err := pgxpool.New(ctx, fmt.Sprintf("%s&default_query_exec_mode=exec&pool_max_conns=%d", dsn, clientConns))
 			return &poolClient{p: p}, err
 		}},
-		{"respool without the key (exec)", func() (client, error) { // what the key changes; its Warn line goes to slog.Default
-			db, _, err := respool.OpenDB(fmt.Sprintf("%s&default_query_exec_mode=exec&respool_max_conns=%d", dsn, clientConns))
+		// What the key changes (its Warn line goes to slog.Default). Its cancel
+		// wait is off: a cancel request's socket closed at the 500ms wait,
+		// before PgBouncer answered, ended PgBouncer 1.18 (bug #801) in 1 run
+		// of 5 under -race; pgx's own cancel waits for PgBouncer's answer.
+		{"respool without the key (exec, cancel_wait off)", func() (client, error) {
+			db, _, err := respool.OpenDB(fmt.Sprintf("%s&default_query_exec_mode=exec&respool_cancel_wait=off&respool_max_conns=%d", dsn, clientConns))
 			return &sqlClient{db: db}, err
 		}},
 	}
