@@ -58,7 +58,8 @@ func (c *Config) checkPgBouncer(text *dsnform.Text) error {
 		return nil
 	case pgbouncerSession, pgbouncerTransaction:
 	default:
-		return fmt.Errorf("%w: PgBouncer (respool_pgbouncer) %q: want %s", ErrInvalidConfig, c.PgBouncer, pgbouncerAccepted)
+		return fmt.Errorf("%w: PgBouncer (respool_pgbouncer) %q: want \"\" (off), %q or %q (PgBouncer's pool_mode)",
+			ErrInvalidConfig, c.PgBouncer, pgbouncerSession, pgbouncerTransaction)
 	}
 	what := fmt.Sprintf("PgBouncer %q (respool_pgbouncer=%s)", c.PgBouncer, c.PgBouncer)
 	switch {
