@@ -28,6 +28,9 @@ type Connector struct {
 	closeTimeout time.Duration           // Config.CloseTimeout
 
 	stmts stmtRegistry // open statements, by query
+	// unnamedStmts: statements are prepared as unnamedStmt, for
+	// PgBouncer's transaction mode (Config.PgBouncer).
+	unnamedStmts bool
 
 	attempts attemptSet // the connection attempts under way
 
@@ -96,7 +99,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, err
 	}
 	pc := cfg.poolConfig()
-	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	c := &Connector{closeTimeout: cfg.CloseTimeout, unnamedStmts: cfg.PgBouncer == pgbouncerTransaction}
 	c.attempts.pgx = cfg.DriverName == "pgx" || cfg.DriverName == "pgx/v5"
 	if !forReads(cfg) {
 		c.role = &serverRole{connector: base, clock: cmp.Or(pc.Clock, clock.System())}
@@ -122,6 +125,9 @@ func newConnector(cfg Config, text *dsnform.Text,
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard, attempts: &c.attempts, role: c.role, watch: c.watch}
+	if cfg.PgBouncer == "" {
+		f.pooler = &poolerWarning{logger: hooks.logger, poolName: pc.Name}
+	}
 	if c.watch != nil {
 		c.watch.dial = f.real.create
 	}

@@ -59,6 +59,7 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 //	respool_session_end_wait        SessionEndWait             duration > 0, or off (-1)
 //	respool_test_query              TestQuery                  string
 //	respool_init_sql                InitSQL                    SQL statement; once per statement
+//	respool_pgbouncer               PgBouncer                  off, session or transaction
 //	respool_leak_detection          !Pool.LeakTrackingDisabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.LeakCaptureStack             true/false/on/off/1/0
 //	respool_leak_threshold          Pool.HoldThreshold                duration > 0, or off (-1)
@@ -202,8 +203,17 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 // dsnCheckPairs checks the keys whose values bound one another, naming the
 // key at fault: respool_breaker_min_calls at most respool_breaker_window,
 // respool_create_backoff_max at least respool_create_backoff (either given
-// or at its default).
+// or at its default); respool_pgbouncer for a pgx DSN only, and not with
+// respool_init_sql in transaction mode.
 func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
+	if p := given[dsnKeyPgBouncer]; p != nil && c.PgBouncer != "" && c.DriverName != "pgx" && c.DriverName != "pgx/v5" {
+		return &DSNError{Key: p.Key, Value: p.Value,
+			Accepted: fmt.Sprintf("off with driver %q: PgBouncer is a pooler for PostgreSQL, through driver \"pgx\"", c.DriverName)}
+	}
+	if p := given[dsnKeyInitSQL]; p != nil && c.PgBouncer == pgbouncerTransaction {
+		return &DSNError{Key: p.Key, Value: p.Value,
+			Accepted: "no init SQL with respool_pgbouncer=transaction: PgBouncer hands each transaction any server connection, so a session's settings do not hold and reach other clients (use ALTER ROLE ... SET, PgBouncer's connect_query, or SET LOCAL in each transaction)"}
+	}
 	if p := given[dsnKeyBreakerMinCalls]; p != nil {
 		limit, what := c.Resilience.Breaker.WindowSize, dsnKeyBreakerWindow
 		if limit == 0 {
@@ -324,6 +334,9 @@ const (
 	dsnKeyMinIdle = "respool_min_idle"
 	dsnKeyInitSQL = "respool_init_sql"
 	dsnKeyBudget  = "respool_budget"
+	// dsnKeyPgBouncer's value is read in any case, and off is stored as
+	// "" (see Config.PgBouncer).
+	dsnKeyPgBouncer = "respool_pgbouncer"
 )
 
 // dsnKeys lists every respool key in canonical order, the order in which
@@ -378,6 +391,8 @@ var dsnKeys = []dsnKey{
 	{name: dsnKeyInitSQL, kind: dsnStrings,
 		accepted: "one SQL statement, not empty (give the key once per statement)",
 		field:    func(c *Config) any { return &c.InitSQL }},
+	{name: dsnKeyPgBouncer, kind: dsnString, accepted: pgbouncerAccepted,
+		field: func(c *Config) any { return &c.PgBouncer }},
 	{name: "respool_leak_detection", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.LeakTrackingDisabled }},
@@ -545,6 +560,14 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			return false
 		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false
+		case k.name == dsnKeyPgBouncer:
+			switch v = strings.ToLower(v); v {
+			case "off":
+				v = ""
+			case pgbouncerSession, pgbouncerTransaction:
+			default:
+				return false
+			}
 		}
 		*p = v
 	case *[]string:
