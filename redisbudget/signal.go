@@ -1,0 +1,184 @@
+package redisbudget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/resilience"
+)
+
+// A signal is what a Guard tells the others: its creations paused, or its
+// circuit open, for a while. On the channel it is one line,
+// "v1 ORIGIN KIND MILLISECONDS".
+const (
+	signalPause = "pause"
+	signalOpen  = "open"
+)
+
+// minStep is how much later than the last signal sent a pause or an open
+// circuit must end for another to be sent: back-pressure extends a pause
+// at each refusal, which need not each reach Redis.
+const minStep = 100 * time.Millisecond
+
+// peer is one Guard joined to the others of its Name (Share): it sends its
+// Guard's pauses and openings, and pauses its Guard's creations on theirs.
+type peer struct {
+	c       ShareConfig
+	channel string
+	id      string // this Guard: the signals it sends name it, and it ignores them
+	g       *dbguard.Guard
+	health  health
+
+	ps   *redis.PubSub
+	out  chan string   // signals to send; full: dropped (the next will say as much)
+	stop chan struct{} // closed by leave
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex           // guards sentTill
+	sentTill map[string]time.Time // by kind: when the last signal sent said it ends
+}
+
+// remote is the reason of a pause a signal set: a pause whose reason is
+// one is not sent on.
+type remote struct {
+	kind, origin, name string
+}
+
+func (r *remote) Error() string {
+	what := "creations paused"
+	if r.kind == signalOpen {
+		what = "circuit open"
+	}
+	return fmt.Sprintf("redisbudget %s: %s in another process (%s)", r.name, what, r.origin)
+}
+
+// join joins g to the Guards of cfg.Name: it subscribes to their channel
+// and starts the goroutines that send and receive; leave stops them.
+func join(g *dbguard.Guard, cfg ShareConfig) (tell resilience.Listener, leave func()) {
+	p := newPeer(g, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	p.ps = cfg.Client.Subscribe(ctx, p.channel) // while Redis is down, its Channel subscribes when it comes back
+	cancel()
+	msgs := p.ps.Channel()
+	p.wg.Add(2)
+	go p.send()
+	go p.receive(msgs)
+	return p.tell, p.leave
+}
+
+// newPeer returns g's peer, not yet subscribed nor sending.
+func newPeer(g *dbguard.Guard, cfg ShareConfig) *peer {
+	return &peer{c: cfg, channel: "respool:signal:" + cfg.Name, id: processID(), g: g,
+		health: health{name: cfg.Name, what: "signals are not shared meanwhile", logger: cfg.Logger},
+		out:    make(chan string, 8), stop: make(chan struct{}), sentTill: map[string]time.Time{}}
+}
+
+// tell sends e's news, when it is a pause or an opening of this Guard's
+// own: never one a signal caused, nor a circuit opened for credentials
+// (its Err says so: see dbguard's refusedCredentials). It does not block.
+func (p *peer) tell(e resilience.Event) {
+	var r *remote
+	if errors.As(e.Err, &r) {
+		return
+	}
+	var kind string
+	var d time.Duration
+	switch {
+	case e.Mechanism == "pause" && e.Kind == resilience.EventPaused:
+		kind, d = signalPause, e.RetryAt.Sub(e.Time)
+	case e.Mechanism == "breaker" && e.Kind == resilience.EventStateChange && e.To == "open" && e.Err == nil:
+		kind, d = signalOpen, e.Delay
+	default:
+		return
+	}
+	if d <= 0 {
+		return
+	}
+	till := e.Time.Add(d)
+	p.mu.Lock()
+	if last, ok := p.sentTill[kind]; ok && till.Sub(last) < minStep {
+		p.mu.Unlock()
+		return
+	}
+	p.sentTill[kind] = till
+	p.mu.Unlock()
+	select {
+	case p.out <- "v1 " + p.id + " " + kind + " " + strconv.FormatInt(d.Milliseconds(), 10):
+	default:
+	}
+}
+
+// send publishes the signals told, one call at a time, until leave.
+func (p *peer) send() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case m := <-p.out:
+			ctx, cancel := context.WithTimeout(context.Background(), p.c.Timeout)
+			err := p.c.Client.Publish(ctx, p.channel, m).Err()
+			cancel()
+			if err != nil {
+				p.health.failed(err)
+			} else {
+				p.health.answered()
+			}
+		}
+	}
+}
+
+// receive applies the signals of the other Guards until leave: their
+// pause, or their open circuit, pauses this Guard's creations as long.
+func (p *peer) receive(msgs <-chan *redis.Message) {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			p.apply(m.Payload)
+		}
+	}
+}
+
+// apply applies one signal; it ignores this Guard's own, those it cannot
+// read, and all of them when the Guard's pause is off.
+func (p *peer) apply(payload string) {
+	f := strings.Fields(payload)
+	if len(f) != 4 || f[0] != "v1" || f[1] == p.id || (f[2] != signalPause && f[2] != signalOpen) {
+		return
+	}
+	ms, err := strconv.ParseInt(f[3], 10, 64)
+	pause := p.g.Pause()
+	if err != nil || ms <= 0 || pause == nil {
+		return
+	}
+	pause.Hold(time.Duration(ms)*time.Millisecond, &remote{kind: f[2], origin: originName(f[1]), name: p.c.Name})
+}
+
+// originName is a Guard's id without its random part: host:pid.
+func originName(id string) string {
+	if i := strings.LastIndexByte(id, ':'); i > 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// leave stops the goroutines and closes the subscription.
+func (p *peer) leave() {
+	close(p.stop)
+	_ = p.ps.Close()
+	p.wg.Wait()
+}
