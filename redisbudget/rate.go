@@ -27,10 +27,11 @@ import (
 // Redis. While Redis does not answer, each process counts alone, at its
 // share of the limit: the limit divided by the processes Redis last
 // counted taking from the key (so that the sum stays near the limit; the
-// whole limit when it never answered), in a bucket of its own that starts
-// full; it asks Redis again once a second (one call at a time, the others
-// counting alone meanwhile), logs once when Redis stops answering and once
-// when it answers again. CancelSlot does nothing (a TokenBucket has no
+// whole limit when it never answered), evenly spaced (no burst: a Redis
+// that fails now and then lets few permits beyond the limit through); it
+// asks Redis again after Timeout, then less often, at least once a second
+// (one call at a time, the others counting alone meanwhile), logs once
+// when Redis stops answering and once when it answers again. CancelSlot does nothing (a TokenBucket has no
 // slots).
 func RateStore(cfg ShareConfig) (ratelimit.Store, error) {
 	cfg, err := cfg.withDefaults()
@@ -46,11 +47,12 @@ type rateStore struct {
 	id     string      // this process, in the keys' sets of processes
 	health health
 
-	mu      sync.Mutex // guards the following
-	retryAt time.Time  // while Redis is down: when to ask it again
-	asking  bool       // a Take asks Redis while it is down
-	procs   map[string]int64
-	local   map[string]time.Time // while Redis is down: each key's theoretical arrival time
+	mu       sync.Mutex // guards the following
+	retryAt  time.Time  // while Redis is down: when to ask it again
+	asking   bool       // a Take asks Redis while it is down
+	failures int        // calls to Redis failed in a row
+	procs    map[string]int64
+	local    map[string]time.Time // while Redis is down: each key's theoretical arrival time
 }
 
 func newRateStore(cfg ShareConfig) *rateStore {
@@ -59,7 +61,9 @@ func newRateStore(cfg ShareConfig) *rateStore {
 		procs:  map[string]int64{}, local: map[string]time.Time{}}
 }
 
-// redisRetry is how often a rateStore asks Redis while it does not answer.
+// redisRetry is how often, at most, a rateStore asks Redis while it does
+// not answer: Timeout after the first failure, twice as long after each
+// other in a row, up to redisRetry.
 const redisRetry = time.Second
 
 // procsWindow is how long a process that took from a key counts in the
@@ -134,7 +138,7 @@ func (s *rateStore) Take(ctx context.Context, key string, n int64, lim ratelimit
 	case n > burst:
 		return ratelimit.Decision{RetryAfter: -1}, nil
 	case !s.ask(now):
-		return s.takeAlone(key, n, lim, burst, now), nil
+		return s.takeAlone(key, n, lim, now), nil
 	}
 	call, cancel := context.WithTimeout(ctx, s.c.Timeout)
 	out, err := takeScript.Run(call, s.c.Client, s.keys(key), fmtFloat(interval), burst, n, s.id,
@@ -149,7 +153,7 @@ func (s *rateStore) Take(ctx context.Context, key string, n int64, lim ratelimit
 			return ratelimit.Decision{}, fmt.Errorf("redisbudget %s: %w", s.c.Name, context.Cause(ctx))
 		}
 		s.failed(now, err)
-		return s.takeAlone(key, n, lim, burst, now), nil
+		return s.takeAlone(key, n, lim, now), nil
 	}
 	s.answered(key, out[2].(int64))
 	v, _ := strconv.ParseFloat(out[1].(string), 64)
@@ -188,8 +192,7 @@ func (s *rateStore) Drain(ctx context.Context, key string, lim ratelimit.Limit, 
 		return nil
 	}
 	s.mu.Lock()
-	share := s.shareLocked(key)
-	s.local[key] = now.Add(time.Duration(max(burst/share, 1)) * localInterval(lim, share))
+	s.local[key] = now.Add(localInterval(lim, s.shareLocked(key)))
 	s.mu.Unlock()
 	return fmt.Errorf("redisbudget %s: draining the rate in Redis (drained in this process): %w", s.c.Name, err)
 }
@@ -201,8 +204,8 @@ func (s *rateStore) CancelSlot(context.Context, string, int64, ratelimit.Limit, 
 }
 
 // ask reports whether a Take at now asks Redis: always while it answers;
-// while it does not, one Take at a time, once redisRetry has passed since
-// the last failure.
+// while it does not, one Take at a time, once its retry delay has passed
+// since the last failure (see redisRetry).
 func (s *rateStore) ask(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,7 +225,8 @@ func (s *rateStore) asked(now time.Time, failed bool) {
 	defer s.mu.Unlock()
 	s.asking = false
 	if failed {
-		s.retryAt = now.Add(redisRetry)
+		s.failures++
+		s.retryAt = now.Add(min(s.c.Timeout<<min(s.failures-1, 20), redisRetry))
 	}
 }
 
@@ -236,7 +240,7 @@ func (s *rateStore) failed(now time.Time, err error) {
 // processes that took from it lately: the counting alone ends.
 func (s *rateStore) answered(key string, procs int64) {
 	s.mu.Lock()
-	s.asking = false
+	s.asking, s.failures = false, 0
 	s.retryAt = time.Time{}
 	s.procs[key] = procs
 	clear(s.local)
@@ -256,13 +260,13 @@ func localInterval(lim ratelimit.Limit, share int64) time.Duration {
 }
 
 // takeAlone takes n permits of key at now from this process's share of
-// lim, in a bucket of its own (its share of burst, at least n).
-func (s *rateStore) takeAlone(key string, n int64, lim ratelimit.Limit, burst int64, now time.Time) ratelimit.Decision {
+// lim, evenly spaced: without a burst, so that a Redis that fails now and
+// then lets few permits beyond the limit through.
+func (s *rateStore) takeAlone(key string, n int64, lim ratelimit.Limit, now time.Time) ratelimit.Decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	share := s.shareLocked(key)
-	interval := localInterval(lim, share)
-	burst = max(burst/share, n, 1)
+	interval := localInterval(lim, s.shareLocked(key))
+	burst := n
 	tat, ok := s.local[key]
 	if !ok || tat.Before(now) {
 		tat = now

@@ -38,7 +38,7 @@ type peer struct {
 	health  health
 
 	ps   *redis.PubSub
-	out  chan string   // signals to send; full: dropped (the next will say as much)
+	out  chan signal   // signals to send; full: dropped (the next will say as much)
 	stop chan struct{} // closed by leave
 	wg   sync.WaitGroup
 
@@ -78,7 +78,7 @@ func join(g *dbguard.Guard, cfg ShareConfig) (tell resilience.Listener, leave fu
 func newPeer(g *dbguard.Guard, cfg ShareConfig) *peer {
 	return &peer{c: cfg, channel: "respool:signal:" + cfg.Name, id: processID(), g: g,
 		health: health{name: cfg.Name, what: "signals are not shared meanwhile", logger: cfg.Logger},
-		out:    make(chan string, 8), stop: make(chan struct{}), sentTill: map[string]time.Time{}}
+		out:    make(chan signal, 8), stop: make(chan struct{}), sentTill: map[string]time.Time{}}
 }
 
 // tell sends e's news, when it is a pause or an opening of this Guard's
@@ -111,29 +111,60 @@ func (p *peer) tell(e resilience.Event) {
 	p.sentTill[kind] = till
 	p.mu.Unlock()
 	select {
-	case p.out <- "v1 " + p.id + " " + kind + " " + strconv.FormatInt(d.Milliseconds(), 10):
+	case p.out <- signal{kind: kind, d: d, told: time.Now()}:
 	default:
 	}
 }
 
-// send publishes the signals told, one call at a time, until leave.
+// signal is a signal to send: kind, for d from told (on this process's
+// clock: the signal says how long is left when it is sent).
+type signal struct {
+	kind string
+	d    time.Duration
+	told time.Time
+}
+
+// publishTimeout bounds a publication at least: no caller waits for it.
+const publishTimeout = time.Second
+
+// send publishes the signals told, one call at a time, until leave. A
+// signal Redis did not take is sent again (after 50ms, then twice as long
+// each time, up to a second) until what it says is over.
 func (p *peer) send() {
 	defer p.wg.Done()
 	for {
 		select {
 		case <-p.stop:
 			return
-		case m := <-p.out:
-			ctx, cancel := context.WithTimeout(context.Background(), p.c.Timeout)
-			err := p.c.Client.Publish(ctx, p.channel, m).Err()
-			cancel()
-			if err != nil {
-				p.health.failed(err)
-			} else {
-				p.health.answered()
+		case s := <-p.out:
+			for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+				left := s.d - time.Since(s.told)
+				if left <= 0 || p.publish(s.kind, left) {
+					break
+				}
+				t := time.NewTimer(wait)
+				select {
+				case <-p.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
 			}
 		}
 	}
+}
+
+// publish sends one signal: kind, for left from now; true when Redis took it.
+func (p *peer) publish(kind string, left time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), max(p.c.Timeout, publishTimeout))
+	defer cancel()
+	ms := max(left.Milliseconds(), 1)
+	if err := p.c.Client.Publish(ctx, p.channel, "v1 "+p.id+" "+kind+" "+strconv.FormatInt(ms, 10)).Err(); err != nil {
+		p.health.failed(err)
+		return false
+	}
+	p.health.answered()
+	return true
 }
 
 // receive applies the signals of the other Guards until leave: their
