@@ -27,7 +27,8 @@ type ShareConfig struct {
 	Client redis.UniversalClient
 	// Name names what the processes share (a database): the rate is kept
 	// under the keys "{respool:rate:"+Name+":"+key+"}" (and "…:procs"),
-	// the signals sent on the channel "respool:signal:"+Name. Every process
+	// the signals sent on the channel "respool:signal:"+Name and kept,
+	// while they hold, under that name+":pause" and ":open". Every process
 	// sharing the database gives the same Name.
 	Name string
 	// Timeout bounds each call to Redis: a connection attempt waits at most
@@ -80,7 +81,10 @@ func (c ShareConfig) withDefaults() (ShareConfig, error) {
 // (respool_pause), as its own back-pressure would, and keeps serving
 // with the connections it has; when the pause ends, its next creation
 // probes the server. The signal names the pause's length, not its end (the
-// processes' clocks need not agree). A pause received is not sent on, so
+// processes' clocks need not agree); it is kept in Redis while it holds,
+// so that a Guard subscribing meanwhile (a process starting, or any
+// process once Redis is back) is paused too, and one Redis did not take
+// is sent again while it holds. A pause received is not sent on, so
 // that a signal goes round once; a circuit opened for the credentials a
 // process was refused is not sent (the others' may be right). Events go
 // to Redis from a goroutine of the Guard's, at most one call at a time,

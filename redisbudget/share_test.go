@@ -60,16 +60,31 @@ func TestShareRefusesABadConfig(t *testing.T) {
 	}
 }
 
-// unreachable is a Redis client whose dials fail at once, counted.
+// unreachable is a Redis client whose dials fail at once; the count is of
+// the commands it is asked to send.
 func unreachable(t *testing.T) (*redis.Client, *atomic.Int64) {
-	var dials atomic.Int64
+	var asked atomic.Int64
 	rdb := redis.NewClient(&redis.Options{Addr: "redis.invalid:6379", MaxRetries: -1, ContextTimeoutEnabled: true,
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			dials.Add(1)
 			return nil, errors.New("dial refused (test)")
 		}})
+	rdb.AddHook(counting{&asked})
 	t.Cleanup(func() { rdb.Close() })
-	return rdb, &dials
+	return rdb, &asked
+}
+
+// counting is a redis.Hook counting the commands sent.
+type counting struct{ n *atomic.Int64 }
+
+func (counting) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c counting) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (counting) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // lockedBuffer is a log destination safe for concurrent writes.
@@ -95,7 +110,7 @@ func (l *lockedBuffer) String() string {
 // (the first at once, the next 200ms later), asks Redis again only after
 // Timeout (one call at a time), and logs one line for the whole outage.
 func TestRateStoreCountsAloneWhileRedisIsDown(t *testing.T) {
-	rdb, dials := unreachable(t)
+	rdb, asked := unreachable(t)
 	var logged lockedBuffer
 	s, err := redisbudget.RateStore(redisbudget.ShareConfig{Client: rdb, Name: "down",
 		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
@@ -108,22 +123,22 @@ func TestRateStoreCountsAloneWhileRedisIsDown(t *testing.T) {
 	if d, err := s.Take(ctx, "", 1, lim, now, 0); err != nil || !d.OK {
 		t.Fatalf("take with Redis down: %+v, %v; want it granted", d, err)
 	}
-	first := dials.Load()
+	first := asked.Load()
 	for i := range 3 {
 		if d, err := s.Take(ctx, "", 1, lim, now.Add(time.Duration(i)*time.Millisecond), 0); err != nil || d.OK ||
 			d.RetryAfter != 200*time.Millisecond-time.Duration(i)*time.Millisecond {
 			t.Fatalf("take %d, %dms after the first: %+v, %v; want it refused until 200ms after the first", i+2, i, d, err)
 		}
 	}
-	if n := dials.Load(); n != first {
-		t.Fatalf("%d dials for takes within the Timeout of the failure; want %d, the first take's", n, first)
+	if n := asked.Load(); n != first {
+		t.Fatalf("%d commands for takes within the Timeout of the failure; want %d, the first take's", n, first)
 	}
 	now = now.Add(time.Second)
 	if d, err := s.Take(ctx, "", 1, lim, now, 0); err != nil || !d.OK {
 		t.Fatalf("take a second later: %+v, %v; want it granted", d, err)
 	}
-	if n := dials.Load(); n <= first {
-		t.Fatalf("%d dials after a second; want more than %d (Redis asked again)", n, first)
+	if n := asked.Load(); n <= first {
+		t.Fatalf("%d commands after a second; want more than %d (Redis asked again)", n, first)
 	}
 	if n := strings.Count(logged.String(), "Redis does not answer"); n != 1 {
 		t.Fatalf("logged %d lines for the outage; want 1:\n%s", n, logged.String())

@@ -67,7 +67,7 @@ func join(g *dbguard.Guard, cfg ShareConfig) (tell resilience.Listener, leave fu
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
 	p.ps = cfg.Client.Subscribe(ctx, p.channel) // while Redis is down, its Channel subscribes when it comes back
 	cancel()
-	msgs := p.ps.Channel()
+	msgs := p.ps.ChannelWithSubscriptions()
 	p.wg.Add(2)
 	go p.send()
 	go p.receive(msgs)
@@ -154,12 +154,43 @@ func (p *peer) send() {
 	}
 }
 
+// publishScript publishes the signal "v1 ARGV[2] ARGV[3] ARGV[4]" on the
+// channel ARGV[1], and keeps it in KEYS[1] (the channel's key for kind
+// ARGV[3]) for its ARGV[4] ms unless one there lasts longer, for the
+// Guards that subscribe meanwhile (stateScript).
+var publishScript = redis.NewScript(`
+local ms = tonumber(ARGV[4])
+if redis.call('PTTL', KEYS[1]) < ms then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ms)
+end
+return redis.call('PUBLISH', ARGV[1], 'v1 ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+`)
+
+// stateScript returns the signals kept in KEYS (of the kinds ARGV, in
+// order) that still hold, as they were published, with the ms left.
+var stateScript = redis.NewScript(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  local origin, left = redis.call('GET', k), redis.call('PTTL', k)
+  if origin and left > 0 then
+    out[#out + 1] = 'v1 ' .. origin .. ' ' .. ARGV[i] .. ' ' .. left
+  end
+end
+return out
+`)
+
+// kinds are the kinds of signal.
+var kinds = []string{signalPause, signalOpen}
+
+// stateKey is where the signal of kind that lasts longest is kept.
+func (p *peer) stateKey(kind string) string { return p.channel + ":" + kind }
+
 // publish sends one signal: kind, for left from now; true when Redis took it.
 func (p *peer) publish(kind string, left time.Duration) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), max(p.c.Timeout, publishTimeout))
 	defer cancel()
 	ms := max(left.Milliseconds(), 1)
-	if err := p.c.Client.Publish(ctx, p.channel, "v1 "+p.id+" "+kind+" "+strconv.FormatInt(ms, 10)).Err(); err != nil {
+	if err := publishScript.Run(ctx, p.c.Client, []string{p.stateKey(kind)}, p.channel, p.id, kind, ms).Err(); err != nil {
 		p.health.failed(err)
 		return false
 	}
@@ -169,18 +200,46 @@ func (p *peer) publish(kind string, left time.Duration) bool {
 
 // receive applies the signals of the other Guards until leave: their
 // pause, or their open circuit, pauses this Guard's creations as long.
-func (p *peer) receive(msgs <-chan *redis.Message) {
+// Each time the subscription is made (again, after Redis came back), it
+// applies first the signals that still hold, sent meanwhile.
+func (p *peer) receive(msgs <-chan any) {
 	defer p.wg.Done()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case m, ok := <-msgs:
-			if !ok {
-				return
+			switch m := m.(type) {
+			case nil:
+				if !ok {
+					return
+				}
+			case *redis.Subscription:
+				p.catchUp()
+			case *redis.Message:
+				p.apply(m.Payload)
 			}
-			p.apply(m.Payload)
 		}
+	}
+}
+
+// catchUp applies the signals kept in Redis that still hold.
+func (p *peer) catchUp() {
+	keys := make([]string, len(kinds))
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		keys[i], args[i] = p.stateKey(k), k
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(p.c.Timeout, publishTimeout))
+	defer cancel()
+	held, err := stateScript.Run(ctx, p.c.Client, keys, args...).StringSlice()
+	if err != nil {
+		p.health.failed(err)
+		return
+	}
+	p.health.answered()
+	for _, line := range held {
+		p.apply(line)
 	}
 }
 
