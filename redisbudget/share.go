@@ -77,10 +77,11 @@ func (c ShareConfig) withDefaults() (ShareConfig, error) {
 //	err = redisbudget.Share(&cfg.Resilience, redisbudget.ShareConfig{Client: rdb, Name: "orders-db"})
 //	c, err := respool.NewConnector(*cfg)
 //
-// A process paused by another holds its new connections behind its pause
-// (respool_pause), as its own back-pressure would, and keeps serving
-// with the connections it has; when the pause ends, its next creation
-// probes the server. The signal names the pause's length, not its end (the
+// A process paused by another holds its new connections behind its pause,
+// as its own back-pressure would, and keeps serving with the connections
+// it has; when the pause ends, its next creation probes the server (a
+// Guard whose pause is off, respool_pause=off, sends its signals and
+// applies none). The signal names the pause's length, not its end (the
 // processes' clocks need not agree); it is kept in Redis while it holds,
 // so that a Guard subscribing meanwhile (a process starting, or any
 // process once Redis is back) is paused too, and one Redis did not take
