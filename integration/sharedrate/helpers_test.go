@@ -75,16 +75,6 @@ func connector(t *testing.T, cfg *respool.Config) (*sql.DB, *respool.Connector) 
 	return db, c
 }
 
-// redisTime is the time at Redis now.
-func redisTime(t *testing.T, rdb *redis.Client) time.Time {
-	t.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return now
-}
-
 // awaitSubscribed waits until n Guards listen to name's signals.
 func awaitSubscribed(t *testing.T, rdb *redis.Client, name string, n int64) {
 	t.Helper()
