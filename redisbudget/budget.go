@@ -21,7 +21,9 @@ import (
 // Config configures a Budget. Client, Name and Max are required; the zero
 // values of the others are their documented defaults.
 type Config struct {
-	// Client reaches the Redis every process of the budget shares.
+	// Client reaches the Redis every process of the budget shares. Its
+	// Options must set ContextTimeoutEnabled, so that each call ends at
+	// Timeout.
 	Client redis.UniversalClient
 	// Name names the budget: its keys are "respool:budget:{"+Name+"}" (the
 	// leases) and that followed by ":members", ":wants", ":needy", and its
@@ -91,6 +93,8 @@ func New(cfg Config) (*Budget, error) {
 	const mechanism = "redisbudget"
 	if err := resil.FirstError(
 		resil.Check(cfg.Client != nil, mechanism, "Client", "<nil>", "a redis.UniversalClient"),
+		resil.Check(cfg.Client == nil || honoursDeadlines(cfg.Client), mechanism, "Client", "a client without ContextTimeoutEnabled",
+			"a client whose Options set ContextTimeoutEnabled: without it go-redis ignores the deadline of each call, and a Redis that does not answer would hold creations well past Timeout"),
 		resil.Check(cfg.Name != "", mechanism, "Name", `""`, "a name every process of the budget gives"),
 		resil.Check(cfg.Max >= 1, mechanism, "Max", cfg.Max, "an integer ≥ 1"),
 		resil.Check(cfg.TTL >= 30*time.Millisecond, mechanism, "TTL", cfg.TTL, "at least 30ms, or 0 for 3s"),

@@ -3,7 +3,7 @@
 // whose slots are leases in one Redis sorted set, so that the connections
 // of every process sharing its Name never number more than Max together.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	b, err := redisbudget.New(redisbudget.Config{Client: rdb, Name: "orders-db", Max: 200})
 //	defer b.Close()
 //	cfg, err := respool.ParseDSN(dsn)
@@ -35,6 +35,17 @@
 // instead of serving their own waiting callers, until it has its share;
 // and no process above its share takes a free slot meanwhile. Stats shows
 // the share, the members and the slots borrowed.
+//
+// Share makes the Guards built from a dbguard.Config (a respool Config's
+// Resilience) share a database's connection rate and what stops dialing,
+// through the same Redis: ConnectRate becomes the rate of every process
+// together (RateStore: a GCRA in one Lua script on Redis's clock), and a
+// process whose circuit opens or whose creations pause tells the others on
+// the channel "respool:signal:"+Name, which pause their creations as long.
+// While Redis does not answer, each process counts its share of the rate
+// alone (the rate divided by the processes Redis last counted), and
+// signals are sent again, and read by Guards subscribing again, while they
+// hold.
 //
 // Limits: a process that held no slot when Redis stopped answering opens
 // none until it answers again; and a process cut off from Redis (while the

@@ -59,6 +59,7 @@ func openURL(spec, _ string) (pool.Budget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisbudget: %w", err)
 	}
+	opts.ContextTimeoutEnabled = true // each call bounded by Timeout
 	cfg.Client = redis.NewClient(opts)
 	b, err := New(cfg)
 	if err != nil {

@@ -30,7 +30,7 @@ func budgetName(t *testing.T) string { return t.Name() + "-" + strconv.FormatInt
 // as each process has; closed (then its client) when the test ends.
 func newBudget(t *testing.T, name string, max int, ttl time.Duration) (*redisbudget.Budget, *redis.Client) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	b, err := redisbudget.New(redisbudget.Config{Client: rdb, Name: name, Max: max, TTL: ttl, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
