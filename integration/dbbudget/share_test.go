@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/dbbudget"
 	"github.com/respool/respool/integration/servers"
 )
 
@@ -15,13 +16,7 @@ import (
 func TestIdleSlotsOverTheShareGoToAProcessThatNeedsThem(t *testing.T) {
 	engines(t, func(t *testing.T, s *servers.Server) {
 		name := budgetName(t)
-		ba := newBudget(t, s, "budget_a", name, 5, time.Second)
-		pa := newFakePool(t, ba)
-		for range 5 {
-			if !pa.take(t) {
-				t.Fatal("the holder was refused a slot of an empty budget")
-			}
-		}
+		ba, pa := holdingAll(t, s, name, 5)
 		for range 5 {
 			pa.giveBack()
 		}
@@ -57,13 +52,7 @@ func TestIdleSlotsOverTheShareGoToAProcessThatNeedsThem(t *testing.T) {
 func TestGiveBacksGoToANewcomerBelowItsShare(t *testing.T) {
 	engines(t, func(t *testing.T, s *servers.Server) {
 		name := budgetName(t)
-		ba := newBudget(t, s, "budget_a", name, 5, time.Second)
-		pa := newFakePool(t, ba)
-		for range 5 {
-			if !pa.take(t) {
-				t.Fatal("the holder was refused a slot of an empty budget")
-			}
-		}
+		ba, pa := holdingAll(t, s, name, 5)
 		bb := newBudget(t, s, "budget_b", name, 5, time.Second)
 		pb := newFakePool(t, bb)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -103,5 +92,22 @@ func TestGiveBacksGoToANewcomerBelowItsShare(t *testing.T) {
 		if st := bb.Stats(); st.Held != 2 || st.Share != 2 {
 			t.Errorf("the newcomer's budget %+v; want 2 held, its share 2", st)
 		}
+		if st := ba.Stats(); st.Held != 3 || st.Share != 2 || st.Members != 2 || st.Borrowed != 1 {
+			t.Errorf("the holder's budget %+v; want 3 held, share 2 of 2 members, 1 borrowed", st)
+		}
 	})
+}
+
+// holdingAll is a process whose pool holds every slot of the budget name
+// of max on s, in use.
+func holdingAll(t *testing.T, s *servers.Server, name string, max int) (*dbbudget.Budget, *fakePool) {
+	t.Helper()
+	b := newBudget(t, s, "budget_a", name, max, time.Second)
+	p := newFakePool(t, b)
+	for range max {
+		if !p.take(t) {
+			t.Fatal("the holder was refused a slot of an empty budget")
+		}
+	}
+	return b, p
 }
