@@ -289,7 +289,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	if r := b.grantLocked(got[0]); r != nil {
 		return r, nil
 	}
-	b.refuseLocked()
+	b.refused++ // not a want: this process is over its slots, not short of them
 	return nil, fmt.Errorf("dbbudget %s: the slot free went to a connection opened while the coordinating session was lost: %w",
 		b.c.Name, pool.ErrBudgetExhausted)
 }

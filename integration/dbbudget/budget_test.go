@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respool/respool/dbbudget"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
@@ -89,8 +90,10 @@ func TestAKilledSessionFreesItsSlotsWithinASecond(t *testing.T) {
 		killSessionsOf(t, admin, s, "budget_a")
 		within, cancel := context.WithDeadline(ctx, killed.Add(time.Second))
 		defer cancel()
+		var releaseOther func()
 		servers.WaitFor(t, within, "a slot of the killed holder, within 1s", func() (bool, error) {
-			_, err := other.Acquire(ctx)
+			var err error
+			releaseOther, err = other.Acquire(ctx)
 			if errors.Is(err, pool.ErrBudgetExhausted) {
 				return false, nil
 			}
@@ -104,6 +107,34 @@ func TestAKilledSessionFreesItsSlotsWithinASecond(t *testing.T) {
 			return !st.StoreDown && st.Held == 3 && st.Unregistered == 1, nil
 		})
 		mustBeRefused(t, holder, "a holder beyond the budget (one of its slots taken by the other)")
+		releaseOther()
+		servers.WaitFor(t, back, "the holder's third slot locked again once the other gave it back", func() (bool, error) {
+			st := holder.Stats()
+			return st.Held == 3 && st.Unregistered == 0, nil
+		})
+		mustBeRefused(t, other, "a budget full again")
+	})
+}
+
+// A caller whose context has ended gets its context's error; the session,
+// which answers, is not taken for lost.
+func TestACallersEndIsNotTheSessionLost(t *testing.T) {
+	engines(t, func(t *testing.T, s *servers.Server) {
+		b := newBudget(t, s, "budget_a", budgetName(t), 2, time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := b.Acquire(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire with a cancelled context = %v; want context.Canceled", err)
+		}
+		if st := b.Stats(); st.StoreDown || st.Held != 0 || st.StoreErrors != 0 {
+			t.Errorf("after a cancelled Acquire: %+v; want the session up, nothing held, no store error", st)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Acquire(context.Background()); !errors.Is(err, dbbudget.ErrClosed) {
+			t.Errorf("Acquire after Close = %v; want ErrClosed", err)
+		}
 	})
 }
 
