@@ -86,6 +86,7 @@ type Budget struct {
 	done    chan struct{} // closed when run returns
 	kickc   chan struct{} // cap 1: a heartbeat now
 	once    sync.Once     // Close
+	every   time.Duration // heartbeat, but in tests that need no heartbeat of their own
 
 	// tok is the coordinating session's mutex, a channel so that a wait
 	// for it has a bound: whoever received its token uses sess, then sends
@@ -163,10 +164,16 @@ func New(ctx context.Context, cfg Config) (*Budget, error) {
 	if err != nil {
 		return nil, err
 	}
+	return start(ctx, cfg, d, secrets, heartbeat)
+}
+
+// start opens the first session with d and starts the heartbeat, every
+// (cfg checked).
+func start(ctx context.Context, cfg Config, d dialer, secrets dsnform.Secrets, every time.Duration) (*Budget, error) {
 	bctx, cancel := context.WithCancel(context.Background())
 	b := &Budget{c: cfg, dialer: d, secrets: secrets, ctx: bctx, cancel: cancel, done: make(chan struct{}),
 		kickc: make(chan struct{}, 1), tok: make(chan struct{}, 1), held: map[*slot]struct{}{}, gen: 1,
-		first: rand.IntN(cfg.Max)}
+		first: rand.IntN(cfg.Max), every: every}
 	s, err := d.dial(ctx, b.kick)
 	if err != nil {
 		cancel()
@@ -261,7 +268,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 		defer b.mu.Unlock()
 		idx := b.spare[n-1]
 		b.spare = b.spare[:n-1]
-		return b.grantLocked(idx), nil
+		return b.grantLocked(idx)
 	}
 	not, first := b.lockedLocked(), b.nextFirstLocked()
 	s := b.sess
@@ -286,12 +293,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 		b.refuseLocked()
 		return nil, fmt.Errorf("dbbudget %s: all %d slots taken: %w", b.c.Name, b.c.Max, pool.ErrBudgetExhausted)
 	}
-	if r := b.grantLocked(got[0]); r != nil {
-		return r, nil
-	}
-	b.refused++ // not a want: this process is over its slots, not short of them
-	return nil, fmt.Errorf("dbbudget %s: the slot free went to a connection opened while the coordinating session was lost: %w",
-		b.c.Name, pool.ErrBudgetExhausted)
+	return b.grantLocked(got[0])
 }
 
 // localLocked decides an Acquire without the session (b.mu held): a slot
@@ -315,19 +317,21 @@ func (b *Budget) refuseLocked() {
 	}
 }
 
-// grantLocked gives the slot locked idx (b.mu and tok held) to a held slot
-// without one (taken while the session was lost: the sum stays within Max),
-// and then returns nil, or else to a new slot whose release it returns.
-func (b *Budget) grantLocked(idx int) func() {
+// grantLocked gives the slot locked idx (b.mu and tok held) to a new slot
+// and returns its release, or, when a held slot has none (taken while the
+// session was lost), to that one and refuses: the sum stays within Max.
+func (b *Budget) grantLocked(idx int) (func(), error) {
 	for s := range b.held {
 		if s.idx < 0 {
 			s.idx, s.gen = idx, b.gen
-			return nil
+			b.refused++ // not a want: this process is over its slots, not short of them
+			return nil, fmt.Errorf("dbbudget %s: the slot free went to a connection opened while the coordinating session was lost: %w",
+				b.c.Name, pool.ErrBudgetExhausted)
 		}
 	}
 	r := b.addLocked(&slot{idx: idx, gen: b.gen})
 	b.known = len(b.held)
-	return r
+	return r, nil
 }
 
 // addLocked holds s (b.mu held) and returns its release.

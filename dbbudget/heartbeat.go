@@ -23,7 +23,7 @@ func (b *Budget) run() {
 		b.mu.Unlock()
 		if !down {
 			b.beat()
-			b.waitUntil(time.Now().Add(heartbeat))
+			b.waitUntil(time.Now().Add(b.every))
 			continue
 		}
 		if b.redial() {
