@@ -60,13 +60,13 @@ type Stats struct {
 	StoreErrors  uint64 // calls on the coordinating session that failed or waited beyond Timeout, and reconnections that failed
 }
 
-// ErrClosed is returned by Acquire after Close.
-var ErrClosed = errors.New("dbbudget: closed")
+// errClosed is returned by Acquire after Close.
+var errClosed = errors.New("dbbudget: closed")
 
 const (
 	heartbeat  = 250 * time.Millisecond // how often a process takes the census and asks its pools back
 	wantHold   = 2 * heartbeat          // how long a refused Acquire keeps the want lock (a pool held back asks every 100ms)
-	beatBound  = time.Second            // a heartbeat's bound (at least Timeout)
+	beatBound  = time.Second            // a heartbeat's bound, and Timeout's most
 	closeBound = time.Second            // ending a session (a Terminate message sent)
 	dialBound  = 5 * time.Second        // a reconnection's dial (a login under load can take a good part of a second)
 	backoffMin = 50 * time.Millisecond  // reconnections: the first delay, doubled to backoffMax
@@ -235,7 +235,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	case b.down:
 		defer b.mu.Unlock()
 		return b.localLocked("the coordinating session is lost")
@@ -260,7 +260,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	if b.closed || b.sess == nil {
 		defer b.mu.Unlock()
 		if b.closed {
-			return nil, ErrClosed
+			return nil, errClosed
 		}
 		return b.localLocked("the coordinating session is lost")
 	}
@@ -282,7 +282,7 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.closed {
-			return nil, ErrClosed
+			return nil, errClosed
 		}
 		return b.localLocked("the coordinating session is lost")
 	}

@@ -71,8 +71,9 @@
 // process dies: New refuses a PostgreSQL DSN whose backend PID differs
 // from the one the server's startup message gave (poolers invent it),
 // with an error matching ErrPooler. The pools' connections may still go
-// through the pooler: only the budget's DSN must not. ProxySQL pins a
-// session that takes GET_LOCK to one backend, which suffices.
+// through the pooler: only the budget's DSN must not. A MySQL proxy
+// (ProxySQL, MaxScale) is not detected: give the budget the server's own
+// address.
 //
 // Privileges: PostgreSQL, none beyond CONNECT on the database
 // (pg_try_advisory_lock, pg_notify and LISTEN need none; pg_locks is

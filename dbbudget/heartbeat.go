@@ -132,7 +132,7 @@ func (b *Budget) beat() {
 	wantOn := b.wantOn
 	b.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(b.ctx, max(b.c.Timeout, beatBound))
+	ctx, cancel := context.WithTimeout(b.ctx, beatBound)
 	defer cancel()
 	var err error
 	if len(spare) > 0 {
@@ -250,7 +250,7 @@ func (b *Budget) redial() bool {
 	b.mu.Unlock()
 	var got []int
 	if n > 0 {
-		tctx, cancel := context.WithTimeout(b.ctx, max(b.c.Timeout, beatBound))
+		tctx, cancel := context.WithTimeout(b.ctx, beatBound)
 		got, err = s.take(tctx, []int{}, n, first)
 		cancel()
 		if err != nil {
@@ -319,7 +319,7 @@ func (b *Budget) Stats() Stats {
 
 // Close stops the heartbeat and ends the coordinating session, which
 // frees every lock this process holds (call it after the pools using the
-// Budget are closed). Acquire fails with ErrClosed after it.
+// Budget are closed). Acquire fails after it.
 func (b *Budget) Close() error {
 	b.once.Do(func() {
 		b.mu.Lock()

