@@ -48,18 +48,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Stats is a snapshot of a Budget.
-type Stats struct {
-	Held         int    // slots this process holds (its connections, and those being opened)
-	Share        int    // its fair share: Max / Members, rounded down
-	Members      int    // processes sharing the budget, this one included (as last seen)
-	Borrowed     int    // slots held beyond the share
-	Unregistered int    // of Held, those not locked in the database: taken while the session was lost, or lost with it and taken by others since
-	StoreDown    bool   // the coordinating session is lost (reconnecting)
-	Refused      uint64 // Acquires refused: every slot taken, a needy process waits while this one is at its share, or (session lost) every slot held before
-	StoreErrors  uint64 // calls on the coordinating session that failed or waited beyond Timeout, and reconnections that failed
-}
-
 // errClosed is returned by Acquire after Close.
 var errClosed = errors.New("dbbudget: closed")
 
@@ -114,6 +102,7 @@ type Budget struct {
 	first       int // take's first slot tried, then the next: processes do not all try slot 0 first
 	refused     uint64
 	storeErrors uint64
+	reclaiming  int // what the pools were last asked to give back (askPools)
 }
 
 // slot is one slot an Acquire returned: idx is its lock on the session of

@@ -60,7 +60,7 @@
 // opened again, no more. It logs once, dials again in the background
 // (backoff from 50ms doubled to 2s; each dial bounded by 5s), and locks a
 // slot again for each held: those others took meanwhile are counted in
-// Stats.Unregistered, are locked again as slots come free, and take the
+// pool.BudgetStats.Unregistered, are locked again as slots come free, and take the
 // place of new ones (an Acquire's slot goes to one of them first).
 //
 // # Requirements

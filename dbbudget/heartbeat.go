@@ -1,6 +1,8 @@
 package dbbudget
 
 import (
+	"github.com/respool/respool/pool"
+
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -182,6 +184,7 @@ func (b *Budget) beat() {
 // before and nothing now is not called.
 func (b *Budget) askPools(n int, inUse bool) {
 	b.mu.Lock()
+	b.reclaiming = n
 	pools := slices.Clone(b.pools)
 	first := b.rotate
 	b.rotate++
@@ -302,12 +305,15 @@ func (b *Budget) Attach(reclaim func(n int, inUse bool)) (detach func()) {
 	}
 }
 
-// Stats returns a snapshot of the Budget.
-func (b *Budget) Stats() Stats {
+// Stats returns a snapshot of the Budget (a respool pool's Stats.Budget
+// holds it too). StoreDown: the coordinating session is lost
+// (reconnecting); Unregistered: slots held but not locked in the
+// database, taken while the session was lost or lost with it.
+func (b *Budget) Stats() pool.BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{Held: len(b.held), Share: b.view.share, Members: b.view.members, StoreDown: b.down,
-		Refused: b.refused, StoreErrors: b.storeErrors}
+	s := pool.BudgetStats{Held: len(b.held), Share: b.view.share, Members: b.view.members, StoreDown: b.down,
+		Reclaiming: b.reclaiming, Refused: b.refused, StoreErrors: b.storeErrors}
 	s.Borrowed = max(0, s.Held-s.Share)
 	for sl := range b.held {
 		if sl.idx < 0 {

@@ -25,13 +25,13 @@ func (s *attachSpy) Attach(reclaim func(n int, inUse bool)) (detach func()) {
 }
 
 // reclaimingConnector is connector's, on a budget whose pool must attach:
-// the test is skipped while package pool does not attach Reclaimers.
+// the test fails if the pool does not attach itself.
 func reclaimingConnector(t *testing.T, s *servers.Server, b *dbbudget.Budget, maxConns int) (*sql.DB, *respool.Connector) {
 	t.Helper()
 	spy := &attachSpy{Budget: b}
 	db, c := connector(t, s, spy, maxConns)
 	if spy.attached.Load() == 0 {
-		t.Skip("package pool does not attach a pool.Reclaimer yet: the fair share needs it")
+		t.Fatal("the pool did not attach itself to its pool.Reclaimer")
 	}
 	return db, c
 }
