@@ -194,7 +194,7 @@ func (a *actor[T]) place(e *entry[T]) {
 		p.destroy(e, reasonReset)
 	case a.surplus() > 0:
 		p.destroy(e, reasonResized)
-	case a.reclaim > 0 && len(a.all)-int(p.destroying.Load()) > a.minIdle:
+	case a.reclaim > 0 && p.idleCount()+a.testing+a.anon >= a.minIdle: // as refill counts: it makes none for it
 		a.reclaim--
 		a.yielding++
 		e.reclaimed = true

@@ -33,7 +33,7 @@ type Budget interface {
 // returned (reclaim does nothing after it).
 //
 // reclaim(n, inUse) asks the pool to destroy up to n of its objects,
-// keeping at least its MinIdle alive: its idle objects at once, oldest
+// keeping at least its MinIdle idle: its idle objects at once, oldest
 // first, and, with inUse, the next objects given back too (instead of
 // serving the pool's own waiting callers), until n are destroyed. Each
 // call replaces the one before: reclaim(0, false) ends it. Their slots go

@@ -313,3 +313,25 @@ func TestBudgetProbeThatGetsASlotOpensTheWholeSize(t *testing.T) {
 	}
 	h.giveBack(first)
 }
+
+// A reclaim keeps MinIdle idle, as refill counts them: with MinIdle 1, one
+// object in use and one idle, the idle one is not destroyed (refill would
+// make a new one at once, taking the slot just given back).
+func TestReclaimKeepsMinIdleIdle(t *testing.T) {
+	b := &fakeReclaimer{fakeBudget: fakeBudget{max: 5}}
+	h := newHarness(t, Config{MaxObjects: 5, Budget: b})
+	x := h.take()
+	defer h.giveBack(x)
+	h.giveBack(h.take())
+	if err := h.p.Resize(5, 1); err != nil { // MinIdle 1, met by the object idle
+		t.Fatal(err)
+	}
+	waitUntil(t, "1 in use, 1 idle", func() bool { s := h.p.Stats(); return s.Total == 2 && s.Idle == 1 && s.Creating == 0 })
+	_, before, _, _ := b.counts()
+	h.reclaim(b, 1, false)
+	s := h.p.Stats()
+	if _, after, _, _ := b.counts(); s.Destroys.Yielded != 0 || after != before || s.Idle != 1 {
+		t.Fatalf("yielded %d, slots taken %d -> %d, %d idle; want the MinIdle object kept and no slot taken again",
+			s.Destroys.Yielded, before, after, s.Idle)
+	}
+}
