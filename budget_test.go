@@ -3,12 +3,15 @@ package respool
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/respool/respool/pool"
 )
@@ -73,5 +76,83 @@ func TestSharedBudgetPasswordIsRedacted(t *testing.T) {
 	}
 	if got := cfg.FormatDSN(); !strings.Contains(got, "s3cret") {
 		t.Errorf("FormatDSN = %s; want the password kept (it is the DSN)", got)
+	}
+}
+
+// countingBudget counts the slots held, and what was held when it was
+// closed.
+type countingBudget struct {
+	mu             sync.Mutex
+	held           int
+	heldWhenClosed int
+	closed         bool
+	done           chan struct{} // closed by Close
+}
+
+func (b *countingBudget) Acquire(context.Context) (func(), error) {
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { b.mu.Lock(); b.held--; b.mu.Unlock() }) }, nil
+}
+
+func (b *countingBudget) Close() error {
+	b.mu.Lock()
+	if !b.closed {
+		close(b.done)
+	}
+	b.heldWhenClosed, b.closed = b.held, true
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *countingBudget) state() (closed bool, heldWhenClosed int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed, b.heldWhenClosed
+}
+
+var (
+	registerCounting sync.Once
+	lastCounting     atomic.Pointer[countingBudget] // the one scheme test-counting opened last
+)
+
+// The budget a Connector opened is closed once its last connection is,
+// not at Close while connections it counts are still open (the store would
+// free their slots for other processes while they exist).
+func TestSharedBudgetIsClosedAfterTheLastConnection(t *testing.T) {
+	registerCounting.Do(func() {
+		RegisterBudget("test-counting", func(string, string) (pool.Budget, error) {
+			b := &countingBudget{done: make(chan struct{})}
+			lastCounting.Store(b)
+			return b, nil
+		})
+	})
+	c, err := NewConnector(Config{Connector: adapterConnector{&adapterConn{valid: true}}, SharedBudget: "test-counting?x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := lastCounting.Load()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if closed, _ := counting.state(); closed {
+		t.Fatal("the budget was closed while a connection it counts is open")
+	}
+	_ = conn.Close()
+	_ = db.Close()
+	select {
+	case <-counting.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the budget was not closed after the last connection")
+	}
+	if _, held := counting.state(); held != 0 {
+		t.Fatalf("closed with %d slots held", held)
 	}
 }

@@ -377,17 +377,43 @@ func (c *Connector) ResilienceStats() dbguard.Stats { return c.guard.Stats() }
 // leak detector finds it). With Config.CloseTimeout it waits that long for
 // the last connection to be closed, and returns the pool's error, matching
 // context.DeadlineExceeded, if some are still in use then. The budget it
-// opened for Config.SharedBudget is closed after the pool.
+// opened for Config.SharedBudget is closed once the pool's last
+// connection is (in the background when Close returns earlier; at most a
+// minute later).
 func (c *Connector) Close() error {
 	c.retire()
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
-		return closeBudget(c.budget)
+		c.closeBudgetAfterPool()
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
-	err := c.pool.Close(ctx)
-	return errors.Join(err, closeBudget(c.budget))
+	if err := c.pool.Close(ctx); err != nil {
+		c.closeBudgetAfterPool()
+		return err
+	}
+	return closeBudget(c.budget)
+}
+
+// budgetCloseBound bounds how long a Connector's budget outlives Close,
+// waiting for the pool's last connection (see closeBudgetAfterPool).
+const budgetCloseBound = time.Minute
+
+// closeBudgetAfterPool closes c's budget, in the background, once its pool
+// has closed its last connection (or after budgetCloseBound): a store
+// closed earlier would give the slots of connections still open to other
+// processes.
+func (c *Connector) closeBudgetAfterPool() {
+	if c.budget == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), budgetCloseBound)
+		defer cancel()
+		_ = c.pool.Close(ctx)
+		_ = closeBudget(c.budget)
+	}()
 }
 
 // retire is what closing c does besides closing its pool (which a Group
