@@ -64,23 +64,36 @@ func openBudget(cfg *Config) (pool.Budget, error) {
 		var known []string
 		budgetOpeners.Range(func(k, _ any) bool { known = append(known, k.(string)); return true })
 		sort.Strings(known)
-		return nil, &DSNError{Key: dsnKeyBudget, Value: dsnform.RedactText(spec), Accepted: fmt.Sprintf(
+		return nil, &DSNError{Key: dsnKeyBudget, Value: redactBudget(spec), Accepted: fmt.Sprintf(
 			"a budget whose scheme is registered (%s): import github.com/respool/respool/redisbudget for redis:// and rediss://",
 			cmp.Or(strings.Join(known, ", "), "none is"))}
 	}
 	b, err := open.(func(spec, dsn string) (pool.Budget, error))(spec, cfg.DSN)
 	if err != nil {
-		return nil, &budgetError{err: err}
+		return nil, &budgetError{err: err, passwords: dsnform.URLPasswordForms(spec)}
 	}
 	return b, nil
 }
 
 // budgetError is an error of a Budget's opener, printed with its passwords
-// redacted; errors.Is finds ErrInvalidConfig and the opener's error.
-type budgetError struct{ err error }
+// redacted (those of the budget's URL, however written, and any a text
+// may quote); errors.Is finds ErrInvalidConfig and the opener's error.
+type budgetError struct {
+	err       error
+	passwords []string
+}
 
 func (e *budgetError) Error() string {
-	return "respool: respool_budget: " + dsnform.RedactText(e.err.Error())
+	s := e.err.Error()
+	for _, pw := range e.passwords {
+		s = strings.ReplaceAll(s, pw, dsnform.Redacted)
+	}
+	return "respool: respool_budget: " + dsnform.RedactText(s)
+}
+
+// redactBudget is a budget URL with its password redacted.
+func redactBudget(spec string) string {
+	return dsnform.RedactText(dsnform.RedactURLPassword(spec))
 }
 func (e *budgetError) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
 

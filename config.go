@@ -352,7 +352,7 @@ func (c *Config) poolConfig() pool.Config {
 func (c Config) String() string {
 	redacted := c
 	redacted.DSN = RedactDSN(c.DSN)
-	redacted.SharedBudget = dsnform.RedactText(c.SharedBudget)
+	redacted.SharedBudget = redactBudget(c.SharedBudget)
 	var parts []string
 	if c.DriverName != "" {
 		parts = append(parts, "driver="+c.DriverName)
@@ -368,7 +368,7 @@ func (c Config) String() string {
 func (c Config) GoString() string {
 	type fields Config // no methods: %#v prints the fields
 	c.DSN = RedactDSN(c.DSN)
-	c.SharedBudget = dsnform.RedactText(c.SharedBudget)
+	c.SharedBudget = redactBudget(c.SharedBudget)
 	return "respool.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", fields(c)), "respool.fields")
 }
 

@@ -158,7 +158,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		}
 		value := p.Value // as an error may show it
 		if k.secret {
-			value = dsnform.RedactText(value)
+			value = redactBudget(value)
 		}
 		if given[k.name] != nil && k.kind != dsnStrings {
 			return nil, nil, &DSNError{Key: p.Key, Value: value, Duplicate: true}
@@ -168,7 +168,7 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 			return nil, nil, &DSNError{Key: p.Key, Value: value, Accepted: k.accepted + ", percent-encoded"}
 		}
 		if !k.parse(c, p.Value) {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: k.accepted}
+			return nil, nil, &DSNError{Key: p.Key, Value: value, Accepted: k.accepted}
 		}
 		switch k.name {
 		case dsnKeyMinIdle:
@@ -659,7 +659,7 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 		return slog.BoolValue(*p != k.invert), *p
 	case *string:
 		if k.secret {
-			return slog.StringValue(dsnform.RedactText(*p)), *p != ""
+			return slog.StringValue(redactBudget(*p)), *p != ""
 		}
 		return slog.StringValue(*p), *p != ""
 	case *[]string:

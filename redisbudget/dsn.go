@@ -1,6 +1,7 @@
 package redisbudget
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -29,8 +30,8 @@ func init() {
 // openURL opens the Budget spec names (see init).
 func openURL(spec, _ string) (pool.Budget, error) {
 	u, err := url.Parse(spec)
-	if err != nil {
-		return nil, fmt.Errorf("redisbudget: not a URL: %w", err)
+	if err != nil { // its text would quote the URL, password and all
+		return nil, errors.New("redisbudget: not a URL that net/url reads: percent-encode the password's special characters")
 	}
 	q := u.Query()
 	cfg := Config{Name: q.Get("name")}

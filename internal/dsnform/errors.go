@@ -3,6 +3,7 @@ package dsnform
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -128,4 +129,53 @@ func RedactText(s string) string {
 	s = textURLPassword.ReplaceAllString(s, "${1}"+Redacted+"@")
 	s = textMySQLPassword.ReplaceAllString(s, "${1}"+Redacted+"@${2}")
 	return textKeyPassword.ReplaceAllString(s, "${1}${2}"+Redacted)
+}
+
+// RedactURLPassword returns s, a URL such as a shared budget's, with the
+// password of its user information replaced by Redacted: all that lies
+// between the first ':' after "://" and the last '@', whatever it holds
+// (spaces, '#', '/', bad escapes), so that no part of a password written
+// unencoded is shown. A value without "://", '@' or a password is
+// returned as is. An '@' later in the URL (in its query) makes it redact
+// more than the password, never less.
+func RedactURLPassword(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+3:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	colon := strings.Index(rest[:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:i+3] + rest[:colon+1] + Redacted + rest[at:]
+}
+
+// URLPasswordForms returns the password of s as RedactURLPassword finds it,
+// as written and percent-decoded, for redacting texts that quote it (nil
+// when s has none).
+func URLPasswordForms(s string) []string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return nil
+	}
+	rest := s[i+3:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return nil
+	}
+	colon := strings.Index(rest[:at], ":")
+	if colon < 0 || colon+1 == at {
+		return nil
+	}
+	pw := rest[colon+1 : at]
+	forms := []string{pw}
+	if d, err := url.PathUnescape(pw); err == nil && d != pw {
+		forms = append(forms, d)
+	}
+	return forms
 }
