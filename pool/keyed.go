@@ -259,6 +259,8 @@ func (k *Keyed[K, T]) keyConfig(key K, cfg Config) (Config, error) {
 		shared(cfg.ValidationInterval == 0 || cfg.ValidationInterval == kc.ValidationInterval,
 			"ValidationInterval", cfg.ValidationInterval, kc.ValidationInterval),
 		shared(cfg.Clock == nil || sameClock(cfg.Clock, kc.Clock), "Clock", cfg.Clock, kc.Clock),
+		resil.Check(cfg.Budget == nil, mechanism, "Budget", fmt.Sprintf("%T", cfg.Budget),
+			"nil: a key shares the Keyed's budget; a budget shared with other processes is for a Pool"),
 	); err != nil {
 		return cfg, err
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/respool/respool/resilience"
 )
 
 // fakeBudget is a shared budget of max slots (the other processes' share
@@ -333,5 +335,20 @@ func TestReclaimKeepsMinIdleIdle(t *testing.T) {
 	if _, after, _, _ := b.counts(); s.Destroys.Yielded != 0 || after != before || s.Idle != 1 {
 		t.Fatalf("yielded %d, slots taken %d -> %d, %d idle; want the MinIdle object kept and no slot taken again",
 			s.Destroys.Yielded, before, after, s.Idle)
+	}
+}
+
+// A Keyed's key refuses a Budget: its keys share the Keyed's budget, and a
+// key would never be attached to a Reclaimer.
+func TestKeyedKeyRefusesABudget(t *testing.T) {
+	k, err := NewKeyed[string, *fakeObj](KeyedConfig[string, *fakeObj]{MaxObjects: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	_, err = k.Add("a", factoryOf[*fakeObj](&fakeFactory{}), Config{Budget: &fakeReclaimer{}})
+	var ce *resilience.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Budget" {
+		t.Fatalf("Add with a Budget = %v; want a ConfigError naming Budget", err)
 	}
 }
