@@ -111,7 +111,9 @@ func New(cfg Config) (*Budget, error) {
 		id:   host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(r[:]),
 		stop: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), subDone: make(chan struct{}),
 		leases: map[string]bool{}, pools: map[int]func(int, bool){}}
-	b.sub = cfg.Client.Subscribe(context.Background(), b.channel)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout) // go-redis dials here: a Redis down must not hold New
+	b.sub = cfg.Client.Subscribe(ctx, b.channel)
+	cancel()
 	go b.listen()
 	go b.renewEvery(cfg.TTL / 3)
 	b.kick <- struct{}{} // join at once: the others' shares count this process
@@ -167,7 +169,9 @@ return {0, share, members}
 // fewer than ARGV[1] live leases exist, and keeps the process a member.
 // Returns {share, members, reclaim, inUse, then per lease 1 if Redis holds
 // it}: reclaim is the slots held beyond the share when another process
-// wants one (inUse 1 when one below its share does: its share is owed).
+// wants one (inUse 1 when one below its share does: its share is owed),
+// counting the leases Redis could not take again (their connections are
+// open all the same).
 var renewScript = redis.NewScript(scriptHead + `
 local out, held = {share, members, 0, 0}, 0
 for i = 4, #ARGV do
@@ -179,11 +183,12 @@ for i = 4, #ARGV do
     out[#out + 1] = 0
   end
 end
-if held > share then
+local mine = #ARGV - 3 -- registered or not: its connections exist
+if mine > share then
   if others(KEYS[4]) > 0 then
-    out[3], out[4] = held - share, 1
+    out[3], out[4] = mine - share, 1
   elseif others(KEYS[3]) > 0 then
-    out[3] = held - share
+    out[3] = mine - share
   end
 end
 return out
@@ -363,8 +368,10 @@ func (b *Budget) renew() {
 	// Slots given back while the script ran were counted in what it says
 	// is owed: they are given already.
 	ask := b.reclaim(max(int(res[2])-gone, 0), res[3] == 1)
-	defer ask() // after b.mu is unlocked: it waits for the pools' actors
-	defer b.mu.Unlock()
+	b.mu.Unlock()
+	// b.mu unlocked: Acquire and Stats wait neither for the pools' actors
+	// nor for Redis.
+	ask()
 	if len(orphans) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
 		_ = b.c.Client.ZRem(ctx, b.keys[0], orphans...).Err() // else they expire within TTL
