@@ -16,7 +16,7 @@ FAILOVER_REPORT ?= $(or $(TMPDIR),/tmp)/respool-failover.md
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
 
-test: test-unit test-integration ## every test of every module, with -race (installs MariaDB and Redis if missing)
+test: test-unit test-integration ## every test of every module, with -race (installs MariaDB, Redis and PgBouncer if missing)
 
 test-race: test ## same as test: every test runs with -race
 
@@ -26,9 +26,10 @@ test-unit: ## unit tests of the library and of every other module but integratio
 		(cd $$m && $(GO) test -race -count=1 ./...) || exit 1; \
 	done
 
-test-integration: ## tests against real PostgreSQL, MariaDB and Redis servers started on loopback (installs MariaDB and Redis if missing)
+test-integration: ## tests against real PostgreSQL, MariaDB, Redis and PgBouncer servers started on loopback (installs MariaDB, Redis and PgBouncer if missing)
 	bash scripts/ensure-mariadb.sh
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-pgbouncer.sh
 	cd integration && $(GO) test -race -count=1 ./...
 
 faults: ## the fault suite alone (issue 9; ~3 min): every pool under kill, limit, slow, frozen (eager and polite callers) and leak, printed as a table; RESPOOL_FAULT_TARGETS=1 asserts respool's targets
