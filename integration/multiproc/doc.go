@@ -24,7 +24,7 @@
 // a table.
 //
 // RESPOOL_MULTIPROC_TARGETS=1 asserts issue 18's "within 1 s" targets as
-// they are (by default: within 3 s more, see bound);
+// they are (by default: within 4 s more, see bound);
 // RESPOOL_MULTIPROC_FAIRSHARE=1 asserts what needs the fair share (see
 // fairShareEnv), which redisbudget does not have yet.
 package multiproc

@@ -49,6 +49,11 @@ type fleet struct {
 	smp     *sampler
 	began   counters           // the server's counters when the fleet started
 	bouncer *servers.PgBouncer // modePgBouncer's
+	known   struct {           // see knownIssueFrom
+		from     time.Time
+		todo     string
+		counters counters
+	}
 }
 
 // stopBouncer stops the fleet's PgBouncer, if any, and its server
@@ -278,24 +283,27 @@ func (f *fleet) fairCheck(ok bool, format string, args ...any) {
 	case fairShareOn():
 		f.t.Errorf(format, args...)
 	default:
-		f.t.Logf("TODO(fair share, not asserted without %s=1): "+format, append([]any{fairShareEnv}, args...)...)
+		f.t.Logf("TODO(not asserted without %s=1): "+format, append([]any{fairShareEnv}, args...)...)
 	}
 }
 
 // waitStats polls every worker's stats until each satisfies cond, within
-// 5 s. It begins new stats windows.
-func (f *fleet) waitStats(what string, cond func(*stats) bool) {
+// 5 s, and returns them. It begins new stats windows.
+func (f *fleet) waitStats(what string, cond func(*stats) bool) []*stats {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var last []*stats
 	servers.WaitFor(f.t, ctx, what, func() (bool, error) {
-		for _, s := range f.stats() {
+		last = f.stats()
+		for _, s := range last {
 			if !cond(s) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
+	return last
 }
 
 // killRedis kills the suite's Redis; it is started again when the test
@@ -338,25 +346,40 @@ func (f *fleet) dials() int64 {
 
 // check asserts the fleet's invariants once its workers quit: at no
 // sample did the server hold more of their sessions than the budget, and
-// it refused none of their connection attempts.
+// it refused none of their connection attempts (from a known issue's
+// time on, see knownIssueFrom, only with RESPOOL_MULTIPROC_FAIRSHARE=1).
 func (f *fleet) check() {
 	f.smp.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	end := f.counters(ctx)
+	until, known := f.known.from, end
+	if until.IsZero() {
+		until = time.Now()
+	} else {
+		known = f.known.counters
+	}
+	over := func(from, to time.Time, c counters, report func(string, ...any)) {
+		if m := f.smp.maxBetween(from, to); m.total > budgetMax {
+			report("%s: the server held %d sessions of the processes at %v; want ≤ %d (the budget) at every sample",
+				f.setup.mode, m.total, m.at.Format("15:04:05.000"), budgetMax)
+		}
+		if c.refused > 0 {
+			report("%s: the server refused %d connection attempts (too many connections); want 0", f.setup.mode, c.refused)
+		}
+		if c.maxUsed > budgetMax+sessionsOfTheParent {
+			report("%s: MariaDB's Max_used_connections %d; want ≤ %d (the budget, the sampler's)", f.setup.mode,
+				c.maxUsed, budgetMax+sessionsOfTheParent)
+		}
+	}
+	over(f.smp.began, until, known.minus(f.began), f.t.Errorf)
+	if !f.known.from.IsZero() {
+		over(f.known.from, time.Now(), end.minus(f.known.counters), func(format string, args ...any) {
+			f.fairCheck(false, f.known.todo+": "+format, args...)
+		})
+	}
 	if f.t.Failed() {
 		f.t.Logf("samples (ms since the fleet began: sessions by process):\n%s", f.smp.dump())
-	}
-	if m := f.smp.max(); m.total > budgetMax {
-		f.t.Errorf("%s: the server held %d sessions of the processes at %v; want ≤ %d (the budget) at every sample",
-			f.setup.mode, m.total, m.at.Format("15:04:05.000"), budgetMax)
-	}
-	c := f.counters(ctx).minus(f.began)
-	if c.refused > 0 {
-		f.t.Errorf("%s: the server refused %d connection attempts (too many connections); want 0", f.setup.mode, c.refused)
-	}
-	if c.maxUsed > budgetMax+sessionsOfTheParent {
-		f.t.Errorf("%s: MariaDB's Max_used_connections %d; want ≤ %d (the budget, the sampler's)", f.setup.mode,
-			c.maxUsed, budgetMax+sessionsOfTheParent)
 	}
 	// The next fleet begins with no session of this one.
 	f.stopBouncer()
@@ -364,6 +387,16 @@ func (f *fleet) check() {
 		smp, err := f.smp.count(ctx)
 		return smp.total == 0, err
 	})
+}
+
+// knownIssueFrom makes check assert the budget from now on only with
+// RESPOOL_MULTIPROC_FAIRSHARE=1 (a TODO otherwise, named by todo): for a
+// behaviour of redisbudget main does not have yet.
+func (f *fleet) knownIssueFrom(todo string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f.known.counters = f.counters(ctx)
+	f.known.from, f.known.todo = time.Now(), todo
 }
 
 // worker is a worker process and the pipes the parent drives it through.

@@ -172,30 +172,32 @@ func (s *sampler) first(from, deadline time.Time, cond func(sample) bool) (took 
 	}
 }
 
-// max returns the sample with the most sessions.
-func (s *sampler) max() sample {
+// maxBetween returns the sample with the most sessions of those taken
+// from from to to.
+func (s *sampler) maxBetween(from, to time.Time) sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var m sample
 	for _, smp := range s.samples {
-		if smp.total > m.total {
+		if !smp.at.Before(from) && !smp.at.After(to) && smp.total > m.total {
 			m = smp
 		}
 	}
 	return m
 }
 
-// maxBetween returns the most sessions of any sample taken from from to
-// to, in all and of worker i.
-func (s *sampler) maxBetween(from, to time.Time, i int) (total, of int) {
+// maxOf returns the most sessions of worker i in a sample taken from from
+// to to.
+func (s *sampler) maxOf(i int, from, to time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	for _, smp := range s.samples {
 		if !smp.at.Before(from) && !smp.at.After(to) {
-			total, of = max(total, smp.total), max(of, smp.by[i])
+			n = max(n, smp.by[i])
 		}
 	}
-	return total, of
+	return n
 }
 
 // stop ends the sampling (once) and fails the test if a count failed.
