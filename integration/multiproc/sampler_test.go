@@ -51,6 +51,7 @@ type sampler struct {
 	samples []sample      // guarded by mu
 	next    chan struct{} // closed at the next sample; guarded by mu
 	err     error         // the first failed count; guarded by mu
+	events  []event       // guarded by mu
 }
 
 func startSampler(t *testing.T, ctx context.Context, srv *servers.Server, workers int) *sampler {
@@ -102,7 +103,7 @@ func (s *sampler) loop(ctx context.Context) {
 // count counts the sessions of each worker: PostgreSQL's by
 // application_name, MariaDB's by user.
 func (s *sampler) count(ctx context.Context) (sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a query may be slow on a busy machine
 	defer cancel()
 	q := `SELECT application_name, count(*) FROM pg_stat_activity
 		WHERE datname = $1 AND backend_type = 'client backend' GROUP BY 1`
@@ -186,6 +187,27 @@ func (s *sampler) maxBetween(from, to time.Time) sample {
 	return m
 }
 
+// overBudget returns the sample with the most sessions of those taken
+// from from to to, and whether two samples in a row held more than the
+// budget.
+func (s *sampler) overBudget(from, to time.Time) (m sample, lasting bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prevOver := false
+	for _, smp := range s.samples {
+		if smp.at.Before(from) || smp.at.After(to) {
+			continue
+		}
+		if smp.total > m.total {
+			m = smp
+		}
+		over := smp.total > budgetMax
+		lasting = lasting || over && prevOver
+		prevOver = over
+	}
+	return m, lasting
+}
+
 // maxOf returns the most sessions of worker i in a sample taken from from
 // to to.
 func (s *sampler) maxOf(i int, from, to time.Time) int {
@@ -218,8 +240,12 @@ func (s *sampler) dump() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
-	prev := ""
+	prev, events := "", s.events
 	for _, smp := range s.samples {
+		for len(events) > 0 && !events[0].at.After(smp.at) {
+			fmt.Fprintf(&b, "%6d: -- %s\n", events[0].at.Sub(s.began).Milliseconds(), events[0].what)
+			events = events[1:]
+		}
 		line := smp.String()
 		if line != prev {
 			fmt.Fprintf(&b, "%6d: %s\n", smp.at.Sub(s.began).Milliseconds(), line)
@@ -227,6 +253,18 @@ func (s *sampler) dump() string {
 		prev = line
 	}
 	return b.String()
+}
+
+// event notes what the parent did, for dump.
+func (s *sampler) event(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, event{time.Now(), what})
+}
+
+type event struct {
+	at   time.Time
+	what string
 }
 
 // counters are the server's own counts of connections.

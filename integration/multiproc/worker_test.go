@@ -22,6 +22,7 @@ import (
 
 	"github.com/respool/respool"
 	"github.com/respool/respool/integration/servers"
+	"github.com/respool/respool/pool"
 	"github.com/respool/respool/redisbudget"
 )
 
@@ -67,6 +68,10 @@ type stats struct {
 	BudgetHeld   int
 	StoreDown    bool
 	Unregistered int
+	StoreErrors  uint64 // calls to Redis that failed, since the worker began
+	// respool's pool, since the worker began.
+	Creates, CreateFailures uint64
+	Destroys                pool.DestroyCounts
 }
 
 // reply is a worker's answer to a command: one JSON line.
@@ -174,29 +179,37 @@ func (w *workerState) start() {
 	if w.stopLoad != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	load, cancel := context.WithCancel(context.Background())
 	w.stopLoad = cancel
 	_ = w.stats() // a new window
+	// stop ends the callers' waits and statements, but behind PgBouncer,
+	// where it lets each statement end: PgBouncer 1.18 may crash on a
+	// cancel request (/work/notes/pgbouncer-findings.md).
+	ctx := load
+	if w.cfg.Mode == modePgBouncer {
+		ctx = context.WithoutCancel(load)
+	}
 	for range w.cfg.Callers {
 		w.callers.Go(func() {
-			for ctx.Err() == nil {
-				w.run()
+			for load.Err() == nil {
+				w.run(ctx)
 			}
 		})
 	}
 }
 
-// run runs one statement and records it. Its context is not the load's:
-// stop lets a statement end rather than cancel it (PgBouncer 1.18 may crash
-// on a cancel request, see /work/notes/pgbouncer-findings.md).
-func (w *workerState) run() {
-	ctx, cancel := context.WithTimeout(context.Background(), statementBound)
+// run runs one statement and records it, but one that stop ended.
+func (w *workerState) run(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, statementBound)
 	defer cancel()
 	began := time.Now()
 	err := w.cl.do(ctx, w.cfg.Hold)
 	wait := max(time.Since(began)-w.cfg.Hold, 0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return // stopped
+	}
 	if err != nil {
 		w.errs++
 		if tooManyConnections(err) {
@@ -254,9 +267,13 @@ func (w *workerState) stats() *stats {
 		s.P50, s.P99, s.Max = waits[n/2], waits[min(n*99/100, n-1)], waits[n-1]
 	}
 	s.Held = w.cl.held()
+	if c, ok := w.cl.(*respoolClient); ok {
+		ps := c.c.Stats()
+		s.Creates, s.CreateFailures, s.Destroys = ps.Creates, ps.CreateFailures, ps.Destroys
+	}
 	if b, ok := w.cl.(interface{ budget() redisbudget.Stats }); ok {
 		bs := b.budget()
-		s.BudgetHeld, s.StoreDown, s.Unregistered = bs.Held, bs.StoreDown, bs.Unregistered
+		s.BudgetHeld, s.StoreDown, s.Unregistered, s.StoreErrors = bs.Held, bs.StoreDown, bs.Unregistered, bs.StoreErrors
 	}
 	return s
 }
