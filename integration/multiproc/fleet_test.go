@@ -129,8 +129,8 @@ func (f *fleet) configs(ctx context.Context) []workerConfig {
 	t, s := f.t, f.setup
 	if s.mode == modePgBouncer {
 		p := f.proxy()
-		bouncer, err := servers.StartPgBouncer(ctx, p.Server(f.srv), "max_db_connections = "+strconv.Itoa(budgetMax),
-			"default_pool_size = "+strconv.Itoa(budgetMax), "server_login_retry = 1")
+		bouncer, err := servers.StartPgBouncer(ctx, p.Server(f.srv), servers.PgBouncerConfig{
+			PoolSize: budgetMax, MaxDBConnections: budgetMax, MaxClientConn: processes * callers * 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,12 +141,12 @@ func (f *fleet) configs(ctx context.Context) []workerConfig {
 	cfgs := make([]workerConfig, s.workers)
 	for i := range cfgs {
 		srv := workerServer(f.srv, i)
+		var dsn string
 		if f.bouncer != nil {
-			srv = f.bouncer.Server()
+			dsn = f.bouncer.PgxDSN()
 		} else {
-			srv = f.proxy().Server(srv)
+			dsn = f.proxy().Server(srv).DSN()
 		}
-		dsn := srv.DSN()
 		if s.kind == servers.KindPostgres {
 			dsn += "&application_name=" + appName(i)
 		}

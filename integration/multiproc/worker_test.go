@@ -182,13 +182,12 @@ func (w *workerState) start() {
 	load, cancel := context.WithCancel(context.Background())
 	w.stopLoad = cancel
 	_ = w.stats() // a new window
-	// stop ends the callers' waits and statements, but behind PgBouncer,
-	// where it lets each statement end: PgBouncer 1.18 may crash on a
-	// cancel request (/work/notes/pgbouncer-findings.md).
-	ctx := load
-	if w.cfg.Mode == modePgBouncer {
-		ctx = context.WithoutCancel(load)
-	}
+	// stop lets each caller end its statement, or its wait for a
+	// connection (respool_acquire_timeout bounds it): a cancelled
+	// statement would send a cancel request (a connection to the server,
+	// counted by the proxies), close a MariaDB connection, and may end
+	// PgBouncer 1.18 (/work/notes/pgbouncer-findings.md).
+	ctx := context.WithoutCancel(load)
 	for range w.cfg.Callers {
 		w.callers.Go(func() {
 			for load.Err() == nil {
@@ -198,7 +197,7 @@ func (w *workerState) start() {
 	}
 }
 
-// run runs one statement and records it, but one that stop ended.
+// run runs one statement and records it.
 func (w *workerState) run(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, statementBound)
 	defer cancel()
@@ -207,9 +206,6 @@ func (w *workerState) run(ctx context.Context) {
 	wait := max(time.Since(began)-w.cfg.Hold, 0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return // stopped
-	}
 	if err != nil {
 		w.errs++
 		if tooManyConnections(err) {

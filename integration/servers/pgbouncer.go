@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,34 +15,55 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PgBouncer is a pgbouncer the harness runs on a loopback port in front of
-// a PostgreSQL server's test database, in transaction pooling mode unless
-// told otherwise. Install it with apt (package pgbouncer).
-type PgBouncer struct {
-	Host string
-	Port int
-
-	target *Server
-	dir    string
-	proc   *process
+// PgBouncerConfig is the configuration of a PgBouncer the harness runs.
+type PgBouncerConfig struct {
+	// PoolMode is PgBouncer's pool_mode: "session", "transaction" (the
+	// default) or "statement".
+	PoolMode string
+	// PoolSize is default_pool_size, the server connections PgBouncer opens
+	// for the test user and database; 0 means 4.
+	PoolSize int
+	// MaxClientConn is max_client_conn; 0 means 200.
+	MaxClientConn int
+	// MaxDBConnections is max_db_connections, the most server connections
+	// to the database whatever the pools; 0 means no limit.
+	MaxDBConnections int
 }
 
-// StartPgBouncer starts pgbouncer on a free loopback port in front of pg
-// (pool_mode = transaction) and waits until the test user can run a query
-// through it, within ctx. settings are more "key = value" lines of its
-// [pgbouncer] section, which override the defaults (e.g.
-// "max_db_connections = 20"). The caller must Stop it.
-func StartPgBouncer(ctx context.Context, pg *Server, settings ...string) (*PgBouncer, error) {
-	if pg.Kind != KindPostgres {
-		return nil, fmt.Errorf("servers: pgbouncer in front of %s: want a PostgreSQL server", pg.Kind)
+// PgBouncer is a PgBouncer the harness runs on a loopback port in front of
+// a PostgreSQL Server, for the test user (scram-sha-256, the password in a
+// plain-text userlist) and database. The test user is also its admin
+// (database "pgbouncer": SHOW POOLS, over the simple protocol). Install it
+// with apt-get install pgbouncer.
+type PgBouncer struct {
+	Host     string
+	Port     int
+	User     string
+	Password string
+	Database string
+
+	dir  string
+	proc *process
+}
+
+// StartPgBouncer starts pgbouncer in front of pg on a free loopback port
+// and waits until the test user can run a query through it, within ctx.
+// The caller must Stop it.
+func StartPgBouncer(ctx context.Context, pg *Server, cfg PgBouncerConfig) (*PgBouncer, error) {
+	bin, ok := findBinary("pgbouncer", []string{"/usr/sbin", "/usr/bin", "/usr/local/bin"})
+	if !ok {
+		return nil, errors.New("servers: pgbouncer not found: install it (apt-get install -y --no-install-recommends pgbouncer)")
 	}
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/pgbouncer"); err != nil {
-			return nil, errors.New("servers: pgbouncer not found: apt-get install -y --no-install-recommends pgbouncer")
-		}
+	if cfg.PoolMode == "" {
+		cfg.PoolMode = "transaction"
 	}
-	cred, err := postgresCredential() // pgbouncer refuses to run as root
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = 4
+	}
+	if cfg.MaxClientConn == 0 {
+		cfg.MaxClientConn = 200
+	}
+	cred, err := postgresCredential() // pgbouncer refuses to run as root, too
 	if err != nil {
 		return nil, err
 	}
@@ -50,8 +71,11 @@ func StartPgBouncer(ctx context.Context, pg *Server, settings ...string) (*PgBou
 	if err != nil {
 		return nil, err
 	}
+	b := &PgBouncer{Host: "127.0.0.1", User: pg.User, Password: pg.Password, Database: pg.Database, dir: dir}
 	for attempt := 1; ; attempt++ { // another process may take the port first: pgbouncer exits
-		b, err := runPgBouncer(ctx, bin, dir, cred, pg, settings)
+		if b.Port, err = takePort(); err == nil {
+			err = b.run(ctx, bin, pg, cfg, cred)
+		}
 		if err == nil {
 			return b, nil
 		}
@@ -62,50 +86,57 @@ func StartPgBouncer(ctx context.Context, pg *Server, settings ...string) (*PgBou
 	}
 }
 
-// runPgBouncer writes pgbouncer's files in dir and starts it on a free port.
-func runPgBouncer(ctx context.Context, bin, dir string, cred *syscall.Credential, pg *Server, settings []string) (*PgBouncer, error) {
-	port, err := takePort()
-	if err != nil {
-		return nil, err
-	}
-	b := &PgBouncer{Host: "127.0.0.1", Port: port, target: pg, dir: dir}
-	userlist := filepath.Join(dir, "userlist.txt")
-	ini := filepath.Join(dir, "pgbouncer.ini")
-	conf := fmt.Sprintf(`[databases]
-%s = host=%s port=%d dbname=%s
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = scram-sha-256
-auth_file = %s
-pool_mode = transaction
-max_client_conn = 1000
-default_pool_size = 20
-%s
-`, pg.Database, pg.Host, pg.Port, pg.Database, port, userlist, strings.Join(settings, "\n"))
-	files := map[string]string{ini: conf, userlist: fmt.Sprintf("%q %q\n", pg.User, pg.Password)}
-	for path, body := range files {
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			return nil, fmt.Errorf("servers: %w", err)
+// run writes b's configuration for b.Port and starts pgbouncer.
+func (b *PgBouncer) run(ctx context.Context, bin string, pg *Server, cfg PgBouncerConfig, cred *syscall.Credential) error {
+	userlist := filepath.Join(b.dir, "userlist.txt")
+	ini := filepath.Join(b.dir, "pgbouncer.ini")
+	conf := strings.Join([]string{
+		"[databases]",
+		fmt.Sprintf("%s = host=%s port=%d dbname=%s", b.Database, pg.Host, pg.Port, pg.Database),
+		"[pgbouncer]",
+		"listen_addr = 127.0.0.1",
+		"listen_port = " + strconv.Itoa(b.Port),
+		"unix_socket_dir =",
+		"auth_type = scram-sha-256",
+		"auth_file = " + userlist,
+		"pool_mode = " + cfg.PoolMode,
+		"default_pool_size = " + strconv.Itoa(cfg.PoolSize),
+		"max_client_conn = " + strconv.Itoa(cfg.MaxClientConn),
+		"max_db_connections = " + strconv.Itoa(cfg.MaxDBConnections),
+		"admin_users = " + b.User,
+		"stats_users = " + b.User,
+		"",
+	}, "\n")
+	for path, text := range map[string]string{
+		userlist: fmt.Sprintf("%q %q\n", b.User, b.Password),
+		ini:      conf,
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			return fmt.Errorf("servers: %w", err)
+		}
+		if cred != nil {
+			if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("servers: %w", err)
+			}
 		}
 	}
-	p, err := startProcess(filepath.Join(dir, "pgbouncer.log"), cred, syscall.SIGTERM, bin, ini) // SIGTERM: immediate shutdown
+	// SIGTERM is PgBouncer's immediate shutdown.
+	p, err := startProcess(b.LogPath(), cred, syscall.SIGTERM, bin, ini)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := p.waitReady(ctx, b.query); err != nil {
+	if err := p.waitReady(ctx, b.ping); err != nil {
 		_ = p.kill(context.Background())
-		return nil, err
+		return err
 	}
 	b.proc = p
-	return b, nil
+	return nil
 }
 
-// query runs SELECT 1 through pgbouncer (simple protocol: no statement
-// outlives its transaction).
-func (b *PgBouncer) query(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, b.Server().PgxDSN()+"&default_query_exec_mode=simple_protocol")
+// ping runs SELECT 1 through b, over the simple protocol (no statement
+// outlives the transaction).
+func (b *PgBouncer) ping(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, b.PgxDSN()+"&default_query_exec_mode=simple_protocol")
 	if err != nil {
 		return err
 	}
@@ -113,26 +144,34 @@ func (b *PgBouncer) query(ctx context.Context) error {
 	return errors.Join(err, conn.Close(ctx))
 }
 
-// Addr returns pgbouncer's host:port.
+// Addr returns host:port of PgBouncer's listener.
 func (b *PgBouncer) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
 
-// Server returns a Server like the PostgreSQL server behind pgbouncer that
-// is reached through it. Its Stop and Restart do nothing.
-func (b *PgBouncer) Server() *Server {
-	return &Server{Kind: KindPostgres, Backend: BackendLocal, Host: b.Host, Port: b.Port,
-		User: b.target.User, Password: b.target.Password, Database: b.target.Database}
+// PgxDSN returns a PostgreSQL URL of the test database through PgBouncer,
+// with sslmode=disable and no other parameter.
+func (b *PgBouncer) PgxDSN() string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(b.User, b.Password), Host: b.Addr(),
+		Path: "/" + b.Database, RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
-// LogPath returns the path of pgbouncer's log; Stop removes it.
+// LogPath is the file PgBouncer logs to.
 func (b *PgBouncer) LogPath() string { return filepath.Join(b.dir, "pgbouncer.log") }
 
-// Stop stops pgbouncer (its server connections close) and removes its
-// directory.
-func (b *PgBouncer) Stop(ctx context.Context) error {
-	var err error
-	if b.proc != nil {
-		err = b.proc.stop(ctx)
-		b.proc = nil
+// Exited returns nil while PgBouncer runs, and an error with the tail of
+// its log once it has exited on its own (PgBouncer 1.18.0 exits on a
+// cancel request whose client went away first, its bug #801).
+func (b *PgBouncer) Exited() error {
+	select {
+	case <-b.proc.done:
+		return fmt.Errorf("servers: pgbouncer exited: %v%s", b.proc.waitErr, logTail(b.LogPath()))
+	default:
+		return nil
 	}
-	return errors.Join(err, os.RemoveAll(b.dir))
+}
+
+// Stop stops PgBouncer and removes its directory; it reports a PgBouncer
+// that had exited on its own.
+func (b *PgBouncer) Stop(ctx context.Context) error {
+	return errors.Join(b.proc.stop(ctx), os.RemoveAll(b.dir))
 }
