@@ -17,11 +17,11 @@
 //
 // Scenarios (respool with redisbudget, budget 20, 8 processes): all busy
 // (PostgreSQL and MariaDB), one hot process and seven idle and the load
-// moving, a process holding 10 slots killed -9 (TTL 1 s), Redis killed for
-// 5 s under load; and one hot process side by side with the static split
-// (respool_max_conns=2 each), pgxpool (pool_max_conns=2) and PgBouncer in
-// transaction mode (max_db_connections=20) in front of pgxpool, printed as
-// a table.
+// moving, a process holding 10 slots killed -9 (the leases' TTL 1 s there,
+// 3 s elsewhere), Redis killed for 5 s under load; and one hot process side
+// by side with the static split (respool_max_conns=2 each), pgxpool
+// (pool_max_conns=2) and PgBouncer in transaction mode
+// (max_db_connections=20) in front of pgxpool, printed as a table.
 //
 // RESPOOL_MULTIPROC_TARGETS=1 asserts issue 18's "within 1 s" targets as
 // they are (by default: within 4 s more, see bound);

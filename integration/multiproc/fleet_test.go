@@ -189,7 +189,9 @@ func (f *fleet) proxy() *servers.Proxy {
 }
 
 // appName is worker i's application_name on PostgreSQL.
-func appName(i int) string { return "multiproc-" + strconv.Itoa(i) }
+func appName(i int) string { return appPrefix + strconv.Itoa(i) }
+
+const appPrefix = "multiproc-"
 
 // workerServer is srv as worker i logs in: on MariaDB as a user of its own
 // (see TestMain), whose sessions the process list counts.

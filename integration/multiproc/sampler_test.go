@@ -135,7 +135,7 @@ func (s *sampler) count(ctx context.Context) (sample, error) {
 
 // workerIndex is the worker whose application_name or MariaDB user name is.
 func workerIndex(name string) (int, bool) {
-	for _, prefix := range []string{appName(0)[:len(appName(0))-1], mariaUserPrefix} {
+	for _, prefix := range []string{appPrefix, mariaUserPrefix} {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			i, err := strconv.Atoi(rest)
 			return i, err == nil

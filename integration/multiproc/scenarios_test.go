@@ -44,7 +44,8 @@ func TestAllBusy(t *testing.T) {
 // One hot process, seven idle: the hot one holds ≥ 18 connections within
 // 1 s; the load moves to another process: that one holds ≥ 16 within 1 s
 // (today through the hot process's pool closing its idle connections after
-// 200 ms; with the fair share, 1 min, through the fair share's shedding).
+// 200 ms; with RESPOOL_MULTIPROC_FAIRSHARE=1 the pools keep them 1 min, so
+// that only the fair share's shedding can move the slots).
 func TestOneHotSevenIdle(t *testing.T) {
 	f := newFleet(t, setup{mode: modeBudget})
 	hot, next := f.w[0], f.w[1]
