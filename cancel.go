@@ -138,15 +138,23 @@ func timeoutNode(err error) error {
 // connection, that long: the request has been answered when the call ends,
 // and respool makes sure that a cancel that reaches the session late
 // cannot stop another caller's statement (see absorbStrayCancel).
+//
+// Behind PgBouncer (pooler), the cancel request's socket is kept open until
+// PgBouncer closes it, for at most pgbouncerCancelHold, after the call has
+// returned if need be: the call still waits at most wait.
 type cancelHandler struct {
-	conn *pgconn.PgConn
-	wire *wireConn // nil when respool did not dial the connection
-	wait time.Duration
-	done chan struct{} // closed when the last HandleCancel's request has ended
+	conn   *pgconn.PgConn
+	wire   *wireConn // nil when respool did not dial the connection
+	wait   time.Duration
+	pooler bool
+	done   chan struct{} // closed when the last HandleCancel's request has ended
+	// deadline is the last HandleCancel's: when the call gives up on the
+	// server.
+	deadline time.Time
 }
 
-func newCancelHandler(c *pgconn.PgConn, wait time.Duration) *cancelHandler {
-	h := &cancelHandler{conn: c, wait: wait}
+func newCancelHandler(c *pgconn.PgConn, wait time.Duration, pooler bool) *cancelHandler {
+	h := &cancelHandler{conn: c, wait: wait, pooler: pooler}
 	nc := c.Conn()
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
@@ -162,17 +170,30 @@ func (h *cancelHandler) HandleCancel(context.Context) {
 		h.wire.cancelSent.Store(true)
 	}
 	done := make(chan struct{})
-	h.done = done
+	h.done, h.deadline = done, deadline
+	requestDeadline := deadline
+	if h.pooler {
+		requestDeadline = time.Now().Add(max(h.wait, pgbouncerCancelHold))
+	}
 	go func() {
 		defer close(done)
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), requestDeadline)
 		defer cancel()
 		_ = h.conn.CancelRequest(ctx)
 	}()
 }
 
 func (h *cancelHandler) HandleUnwatchAfterCancel() {
-	<-h.done
+	if h.pooler {
+		t := time.NewTimer(time.Until(h.deadline))
+		select {
+		case <-h.done:
+		case <-t.C: // the request goes on without the call
+		}
+		t.Stop()
+	} else {
+		<-h.done
+	}
 	_ = h.conn.Conn().SetDeadline(time.Time{})
 }
 

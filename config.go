@@ -60,6 +60,15 @@ type Config struct {
 	// slow-call threshold. An empty Name means the pool's. NewConnector
 	// checks it, through dbguard.New.
 	Resilience dbguard.Config
+	// SharedBudget (respool_budget) names a connection budget shared with
+	// the other processes of the same database, opened by NewConnector
+	// through the module registered for its scheme (RegisterBudget), such
+	// as "redis://:password@redis:6379/0?name=orders-db&max=200" (module
+	// redisbudget, imported). Every connection the pool opens takes a slot
+	// of it first (pool.Config.Budget); the Connector closes it. Empty: none;
+	// setting Pool.Budget too is an error. Its password is redacted wherever
+	// respool prints the Config.
+	SharedBudget string
 	// TestQuery, when set, is run to test idle connections instead of Ping.
 	TestQuery string
 	// InitSQL are statements run in order, each on its own, on every new
@@ -72,6 +81,37 @@ type Config struct {
 	// arguments goes by the simple protocol); go-sql-driver/mysql only with
 	// its multiStatements parameter.
 	InitSQL []string
+	// PgBouncer (respool_pgbouncer) says that the DSN's server is a
+	// PgBouncer and which pool_mode it runs: "" (respool_pgbouncer=off,
+	// the default: no PgBouncer), "session" or "transaction". Only for
+	// DriverName "pgx" from a DSN; NewConnector refuses it otherwise.
+	//
+	// With either mode: the DSN may set only the run-time parameters
+	// PgBouncer accepts at connect (application_name, client_encoding,
+	// DateStyle, TimeZone, standard_conforming_strings; it refuses the
+	// others, search_path or statement_timeout, "unsupported startup
+	// parameter"): NewConnector refuses the others; and the socket of a
+	// cancel request (CancelWait) is kept open until PgBouncer closes it,
+	// for at most 15s, though the call returns within CancelWait: PgBouncer
+	// 1.18.0 to 1.19.0 exit when a client closes it first (their bug #801).
+	//
+	// "transaction", where PgBouncer may run each transaction, and each
+	// statement outside one, on another server connection, where a session's
+	// state is missing or another client's: pgx's default_query_exec_mode is
+	// exec unless the DSN chooses exec, simple_protocol or cache_describe
+	// (NewConnector refuses cache_statement and describe_exec, which break
+	// there); a statement database/sql prepares (db.Prepare, tx.Prepare) is
+	// described as the unnamed statement, for its errors and its number of
+	// parameters, and each run sends its text again, in one round trip, as
+	// an unprepared query does: no named server statement; InitSQL is
+	// refused. AfterConnect's and BeforeAcquire's session settings, SET
+	// outside a transaction, LISTEN, advisory locks and temporary tables do
+	// not hold either: keep session state within a transaction (SET LOCAL).
+	//
+	// Off, a pgx connection whose server looks like a pooler (a backend
+	// process id above 2^22, which PgBouncer makes up and PostgreSQL on
+	// Linux never has) is logged once, at Warn, asking for this setting.
+	PgBouncer string
 	// LogLevel (respool_log) is the least level of the lines respool logs
 	// for this Connector (its pool's, breaker's, pause's and hooks'), which
 	// go to Pool.Logger, or slog.Default() when that is nil, whatever the
@@ -233,6 +273,9 @@ func (c *Config) validate(text *dsnform.Text) (*dsnform.Text, error) {
 			return nil, fmt.Errorf("%w: InitSQL[%d] is empty: give one SQL statement each", ErrInvalidConfig, i)
 		}
 	}
+	if err := c.checkPgBouncer(text); err != nil {
+		return nil, err
+	}
 	return text, nil
 }
 
@@ -309,6 +352,7 @@ func (c *Config) poolConfig() pool.Config {
 func (c Config) String() string {
 	redacted := c
 	redacted.DSN = RedactDSN(c.DSN)
+	redacted.SharedBudget = dsnform.RedactText(c.SharedBudget)
 	var parts []string
 	if c.DriverName != "" {
 		parts = append(parts, "driver="+c.DriverName)
@@ -324,6 +368,7 @@ func (c Config) String() string {
 func (c Config) GoString() string {
 	type fields Config // no methods: %#v prints the fields
 	c.DSN = RedactDSN(c.DSN)
+	c.SharedBudget = dsnform.RedactText(c.SharedBudget)
 	return "respool.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", fields(c)), "respool.fields")
 }
 

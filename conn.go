@@ -222,14 +222,18 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	return &stmt{c: c, query: query, numInput: inner.NumInput()}, nil
 }
 
-// prepare prepares query on the attached connection.
+// prepare prepares query on the attached connection (for PgBouncer's
+// transaction mode, as an unnamedStmt).
 func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
 	p, err := c.c.guard.Enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var s driver.Stmt
-	if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
+	if c.c.unnamedStmts {
+		s, err = prepareUnnamed(ctx, c.inner, query)
+		err = contextStopped(ctx, err)
+	} else if pc, ok := c.inner.(driver.ConnPrepareContext); ok {
 		s, err = pc.PrepareContext(ctx, query)
 		err = contextStopped(ctx, err)
 	} else if err = ctx.Err(); err == nil {

@@ -28,11 +28,16 @@ type Connector struct {
 	closeTimeout time.Duration           // Config.CloseTimeout
 
 	stmts stmtRegistry // open statements, by query
+	// unnamedStmts: statements are prepared as unnamedStmt, for
+	// PgBouncer's transaction mode (Config.PgBouncer).
+	unnamedStmts bool
 
 	attempts attemptSet // the connection attempts under way
 
 	role  *serverRole   // nil for a DSN that asks for reads (see forReads)
 	watch *primaryWatch // nil but for a pgx DSN for writes with several hosts
+
+	budget pool.Budget // opened for Config.SharedBudget, closed with the pool (nil: none)
 }
 
 var (
@@ -94,7 +99,7 @@ func newConnector(cfg Config, text *dsnform.Text,
 		return nil, err
 	}
 	pc := cfg.poolConfig()
-	c := &Connector{closeTimeout: cfg.CloseTimeout}
+	c := &Connector{closeTimeout: cfg.CloseTimeout, unnamedStmts: cfg.PgBouncer == pgbouncerTransaction}
 	c.attempts.pgx = cfg.DriverName == "pgx" || cfg.DriverName == "pgx/v5"
 	if !forReads(cfg) {
 		c.role = &serverRole{connector: base, clock: cmp.Or(pc.Clock, clock.System())}
@@ -120,11 +125,22 @@ func newConnector(cfg Config, text *dsnform.Text,
 	}
 	f := physFactory{real: connFactory{connector: base, testQuery: cfg.TestQuery}, stmts: &c.stmts, hooks: hooks,
 		guard: c.guard, attempts: &c.attempts, role: c.role, watch: c.watch}
+	if cfg.PgBouncer == "" {
+		f.pooler = &poolerWarning{logger: hooks.logger, poolName: pc.Name}
+	}
 	if c.watch != nil {
 		c.watch.dial = f.real.create
 	}
+	if c.budget, err = openBudget(&cfg); err != nil {
+		c.retire()
+		return nil, err
+	}
+	if c.budget != nil {
+		pc.Budget = c.budget
+	}
 	if c.pool, err = newPool(f.poolFactory(), pc); err != nil {
-		c.guard.Close()
+		c.retire()
+		_ = closeBudget(c.budget)
 		if dsnErr := dsnConfigError(text, "Pool.", err); dsnErr != nil {
 			return nil, dsnErr
 		}
@@ -360,16 +376,18 @@ func (c *Connector) ResilienceStats() dbguard.Stats { return c.guard.Stats() }
 // connections still in use are closed as they come back (a lost one when the
 // leak detector finds it). With Config.CloseTimeout it waits that long for
 // the last connection to be closed, and returns the pool's error, matching
-// context.DeadlineExceeded, if some are still in use then.
+// context.DeadlineExceeded, if some are still in use then. The budget it
+// opened for Config.SharedBudget is closed after the pool.
 func (c *Connector) Close() error {
 	c.retire()
 	if c.closeTimeout <= 0 {
 		c.pool.StartClose()
-		return nil
+		return closeBudget(c.budget)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
 	defer cancel()
-	return c.pool.Close(ctx)
+	err := c.pool.Close(ctx)
+	return errors.Join(err, closeBudget(c.budget))
 }
 
 // retire is what closing c does besides closing its pool (which a Group

@@ -58,10 +58,11 @@ func dialedConnector(cfg Config) (c driver.Connector, passwords []string, ok boo
 			return nil, nil, false
 		}
 		passwords = append(passwords, pc.Password)
-		if cancelWait < 0 && endWait < 0 && cfg.PgxBeforeConnect == nil {
+		if cancelWait < 0 && endWait < 0 && cfg.PgxBeforeConnect == nil && cfg.PgBouncer == "" {
 			return nil, passwords, false
 		}
-		return pgxConnector(pc, cancelWait, endWait, cfg.PgxBeforeConnect), passwords, true
+		pgbouncerConnConfig(cfg.PgBouncer, pc, cfg.DSN)
+		return pgxConnector(pc, pgxPieces{cancelWait: cancelWait, endWait: endWait, pgbouncer: cfg.PgBouncer}, cfg.PgxBeforeConnect), passwords, true
 	case "mysql":
 		mc, err := mysql.ParseDSN(cfg.DSN)
 		if err != nil {
@@ -105,17 +106,23 @@ func hookedDSNError(cfg Config, secrets dsnform.Secrets) error {
 	return fmt.Errorf("%w: DSN (for the BeforeConnect hook): %w", ErrInvalidConfig, secrets.Redact(err))
 }
 
+// pgxPieces are the settings of respool's pieces on a pgx connection.
+type pgxPieces struct {
+	cancelWait, endWait time.Duration // Config.CancelWait and SessionEndWait, or their defaults; negative: off
+	pgbouncer           string        // Config.PgBouncer
+}
+
 // pgxConnector returns pgx's connector for pc whose BeforeConnect (see
 // pgxBeforeConnect) gives each attempt hook's changes, then respool's
 // cancel handler (cancelWait, when on) and dial function (wireDial, when
 // endWait is on), which sends no cancel request for a connection that
 // never finished its startup (see pgxdial.StartedCancelsOnly).
-func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration,
+func pgxConnector(pc *pgx.ConnConfig, pieces pgxPieces,
 	hook func(context.Context, *pgx.ConnConfig) error) driver.Connector {
-	if cancelWait > 0 {
+	if pieces.cancelWait > 0 {
 		setPgTimeout(&pc.Config)
 	}
-	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(pgxBeforeConnect(hook, cancelWait, endWait)))
+	return stdlib.GetConnector(*pc, stdlib.OptionBeforeConnect(pgxBeforeConnect(hook, pieces)))
 }
 
 // pgxBeforeConnect is the BeforeConnect of respool's pgx connector. For
@@ -130,8 +137,10 @@ func pgxConnector(pc *pgx.ConnConfig, cancelWait, endWait time.Duration,
 // for an attempt of the pool (a context from withDialLog), a dial function
 // that sends no cancel request before the attempt's connection finished
 // its startup (see pgxdial.StartedCancelsOnly): a dial with the attempt's
-// context is the attempt's own.
-func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, cancelWait, endWait time.Duration) func(context.Context, *pgx.ConnConfig) error {
+// context is the attempt's own. Behind PgBouncer in transaction mode, an
+// attempt whose hook chose a query mode that does not work there fails.
+func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, pieces pgxPieces) func(context.Context, *pgx.ConnConfig) error {
+	cancelWait, endWait := pieces.cancelWait, pieces.endWait
 	return func(ctx context.Context, cc *pgx.ConnConfig) error {
 		creds, _ := ctx.Value(attemptCredsKey{}).(*attemptCreds)
 		if hook != nil {
@@ -143,6 +152,11 @@ func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, cancelW
 			if err != nil {
 				return err
 			}
+			if pieces.pgbouncer == pgbouncerTransaction {
+				if err := pgbouncerExecMode(cc.DefaultQueryExecMode); err != nil {
+					return fmt.Errorf("respool: PgxBeforeConnect set DefaultQueryExecMode %v, which, with PgBouncer %q (respool_pgbouncer), %w", cc.DefaultQueryExecMode, pieces.pgbouncer, err)
+				}
+			}
 		} else {
 			preferHost(ctx, &cc.Config) // the host the watch found taking writes first (see primaryWatch)
 			parkOn(ctx, &cc.Config)
@@ -150,7 +164,7 @@ func pgxBeforeConnect(hook func(context.Context, *pgx.ConnConfig) error, cancelW
 		}
 		if cancelWait > 0 {
 			cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-				return newCancelHandler(c, cancelWait)
+				return newCancelHandler(c, cancelWait, pieces.pgbouncer != "")
 			}
 		}
 		if endWait > 0 {

@@ -20,7 +20,7 @@ func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
 		t.Run(fmt.Sprintf("SessionEndWait=%v", endWait), func(t *testing.T) {
 			s := pgxdialtest.NewFailedStartup(t)
 			ctx, _ := withDialLog(context.Background())
-			if _, err := pgxConnector(s.Config, defaultCancelWait, endWait, nil).Connect(ctx); err == nil {
+			if _, err := pgxConnector(s.Config, pgxPieces{cancelWait: defaultCancelWait, endWait: endWait}, nil).Connect(ctx); err == nil {
 				t.Fatal("Connect to a server that closes at once succeeded")
 			}
 			s.ExpectNoCancelRequest(t)
@@ -33,7 +33,7 @@ func TestPgxFailedStartupSendsNoCancelRequest(t *testing.T) {
 func TestPgxStartedConnectionSendsCancelRequests(t *testing.T) {
 	s := pgxdialtest.NewStarted(t)
 	ctx, _ := withDialLog(context.Background())
-	c, err := pgxConnector(s.Config, defaultCancelWait, -1, nil).Connect(ctx)
+	c, err := pgxConnector(s.Config, pgxPieces{cancelWait: defaultCancelWait, endWait: -1}, nil).Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,7 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 //	respool_session_end_wait        SessionEndWait             duration > 0, or off (-1)
 //	respool_test_query              TestQuery                  string
 //	respool_init_sql                InitSQL                    SQL statement; once per statement
+//	respool_pgbouncer               PgBouncer                  off, session or transaction
 //	respool_leak_detection          !Pool.LeakTrackingDisabled        true/false/on/off/1/0
 //	respool_leak_stack              Pool.LeakCaptureStack             true/false/on/off/1/0
 //	respool_leak_threshold          Pool.HoldThreshold                duration > 0, or off (-1)
@@ -78,6 +79,7 @@ func dsnPoolMaxObjects() int { return max(4, runtime.NumCPU()) }
 //	respool_pause                   !Resilience.PauseDisabled                true/false/on/off/1/0
 //	respool_max_pause               Resilience.Pause.MaxPause                duration > 0
 //	respool_log                     LogLevel                                 off, error, warn, info or debug
+//	respool_budget                  SharedBudget                             a URL of a registered scheme (RegisterBudget)
 //
 // The two open-delay keys set one delay.Strategy: the first of them copies
 // dbguard.BreakerPreset's OpenDelay (exponential from 220ms, doubling, Max
@@ -154,12 +156,16 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 		if k == nil {
 			return nil, nil, &DSNError{Key: p.Key, Suggestion: dsnSuggest(p.Key)}
 		}
+		value := p.Value // as an error may show it
+		if k.secret {
+			value = dsnform.RedactText(value)
+		}
 		if given[k.name] != nil && k.kind != dsnStrings {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Duplicate: true}
+			return nil, nil, &DSNError{Key: p.Key, Value: value, Duplicate: true}
 		}
 		given[k.name] = p
 		if !p.ValueOK {
-			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: k.accepted + ", percent-encoded"}
+			return nil, nil, &DSNError{Key: p.Key, Value: value, Accepted: k.accepted + ", percent-encoded"}
 		}
 		if !k.parse(c, p.Value) {
 			return nil, nil, &DSNError{Key: p.Key, Value: p.Value, Accepted: k.accepted}
@@ -197,8 +203,17 @@ func parseDSN(dsn string) (*Config, *dsnform.Text, error) {
 // dsnCheckPairs checks the keys whose values bound one another, naming the
 // key at fault: respool_breaker_min_calls at most respool_breaker_window,
 // respool_create_backoff_max at least respool_create_backoff (either given
-// or at its default).
+// or at its default); respool_pgbouncer for a pgx DSN only, and not with
+// respool_init_sql in transaction mode.
 func dsnCheckPairs(c *Config, given map[string]*dsnform.Param) error {
+	if p := given[dsnKeyPgBouncer]; p != nil && c.PgBouncer != "" && c.DriverName != "pgx" && c.DriverName != "pgx/v5" {
+		return &DSNError{Key: p.Key, Value: p.Value,
+			Accepted: fmt.Sprintf("off with driver %q: PgBouncer is a pooler for PostgreSQL, through driver \"pgx\"", c.DriverName)}
+	}
+	if p := given[dsnKeyInitSQL]; p != nil && c.PgBouncer == pgbouncerTransaction {
+		return &DSNError{Key: p.Key, Value: p.Value,
+			Accepted: "no init SQL with respool_pgbouncer=transaction: PgBouncer hands each transaction any server connection, so a session's settings do not hold and reach other clients (use ALTER ROLE ... SET, PgBouncer's connect_query, or SET LOCAL in each transaction)"}
+	}
 	if p := given[dsnKeyBreakerMinCalls]; p != nil {
 		limit, what := c.Resilience.Breaker.WindowSize, dsnKeyBreakerWindow
 		if limit == 0 {
@@ -304,6 +319,9 @@ type dsnKey struct {
 	// delayMax, for a dsnDelay, makes the key set the Strategy's Max
 	// rather than its Initial.
 	delayMax bool
+	// secret says the value may hold a password (a URL's): it is redacted
+	// in errors, logs and String, not in FormatDSN.
+	secret bool
 	// field returns a pointer to the Config field: *int, *time.Duration,
 	// *bool, *string, *[]string, *float64, *pool.OverloadPolicy,
 	// dsnBackoffField, *delay.Strategy or *slog.Leveler according to kind.
@@ -315,6 +333,10 @@ const (
 	dsnKeyName    = "respool_name"
 	dsnKeyMinIdle = "respool_min_idle"
 	dsnKeyInitSQL = "respool_init_sql"
+	dsnKeyBudget  = "respool_budget"
+	// dsnKeyPgBouncer's value is read in any case, and off is stored as
+	// "" (see Config.PgBouncer).
+	dsnKeyPgBouncer = "respool_pgbouncer"
 )
 
 // dsnKeys lists every respool key in canonical order, the order in which
@@ -369,6 +391,8 @@ var dsnKeys = []dsnKey{
 	{name: dsnKeyInitSQL, kind: dsnStrings,
 		accepted: "one SQL statement, not empty (give the key once per statement)",
 		field:    func(c *Config) any { return &c.InitSQL }},
+	{name: dsnKeyPgBouncer, kind: dsnString, accepted: pgbouncerAccepted,
+		field: func(c *Config) any { return &c.PgBouncer }},
 	{name: "respool_leak_detection", kind: dsnBool, invert: true,
 		accepted: "true, false, on, off, 1 or 0",
 		field:    func(c *Config) any { return &c.Pool.LeakTrackingDisabled }},
@@ -421,6 +445,9 @@ var dsnKeys = []dsnKey{
 		field:    func(c *Config) any { return &c.Resilience.Pause.MaxPause }},
 	{name: "respool_log", kind: dsnLevel, accepted: "off, error, warn, info or debug",
 		field: func(c *Config) any { return &c.LogLevel }},
+	{name: dsnKeyBudget, kind: dsnString, secret: true,
+		accepted: "a budget shared with other processes, such as redis://host:6379/0?name=orders&max=200",
+		field:    func(c *Config) any { return &c.SharedBudget }},
 }
 
 const (
@@ -533,6 +560,14 @@ func (k *dsnKey) parse(c *Config, v string) bool {
 			return false
 		case k.name == dsnKeyName && strings.IndexFunc(v, unicode.IsControl) >= 0:
 			return false
+		case k.name == dsnKeyPgBouncer:
+			switch v = strings.ToLower(v); v {
+			case "off":
+				v = ""
+			case pgbouncerSession, pgbouncerTransaction:
+			default:
+				return false
+			}
 		}
 		*p = v
 	case *[]string:
@@ -623,6 +658,9 @@ func (k *dsnKey) logValue(c *Config) (v slog.Value, ok bool) {
 	case *bool:
 		return slog.BoolValue(*p != k.invert), *p
 	case *string:
+		if k.secret {
+			return slog.StringValue(dsnform.RedactText(*p)), *p != ""
+		}
 		return slog.StringValue(*p), *p != ""
 	case *[]string:
 		return slog.AnyValue(*p), len(*p) > 0

@@ -95,6 +95,9 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 // own), with pool.ErrKeyExists for a key open already, and with
 // pool.ErrClosed once the Group is closing.
 func (g *Group) Connector(key string, cfg Config) (*Connector, error) {
+	if cfg.SharedBudget != "" || cfg.Pool.Budget != nil {
+		return nil, fmt.Errorf("%w: group %s: member %q: SharedBudget (respool_budget) and Pool.Budget are not for a Group's members, which share the Group's budget", ErrInvalidConfig, g.name, key)
+	}
 	if cfg.Pool.Name == "" {
 		cfg.Pool.Name = fmt.Sprintf("%s[%s]", g.name, key)
 	}

@@ -45,8 +45,9 @@ type physFactory struct {
 	// attempts is the Connector's connection attempts under way (nil: not
 	// tracked).
 	attempts *attemptSet
-	role     *serverRole   // the Connector's; nil for a pool for reads
-	watch    *primaryWatch // the Connector's; nil but for several hosts for writes
+	role     *serverRole    // the Connector's; nil for a pool for reads
+	watch    *primaryWatch  // the Connector's; nil but for several hosts for writes
+	pooler   *poolerWarning // nil with Config.PgBouncer set
 }
 
 // create makes a connection through guarded, the guard's creation path
@@ -70,6 +71,7 @@ func (f physFactory) create(ctx context.Context, guarded func(context.Context) (
 	if f.role != nil {
 		f.role.made(gen)
 	}
+	f.pooler.check(c)
 	return &physConn{Conn: c, wire: dials.adopt(), gen: gen}, nil
 }
 

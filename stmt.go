@@ -14,7 +14,9 @@ import (
 // when the connection is destroyed. So a *sql.Stmt is prepared at most once
 // per physical connection, whichever shells database/sql runs it on. It is
 // watched for driver.ErrBadConn like tx, and its rows hold the Handle like
-// the conn's (see rows).
+// the conn's (see rows). Behind PgBouncer's transaction mode the real
+// statement is an unnamedStmt, which holds nothing on the server (see
+// Config.PgBouncer).
 type stmt struct {
 	c        *conn
 	query    string

@@ -9,6 +9,7 @@ import (
 	"github.com/respool/respool/resilience"
 	"github.com/respool/respool/resilience/breaker"
 	"github.com/respool/respool/resilience/pause"
+	"github.com/respool/respool/resilience/ratelimit"
 	"github.com/respool/respool/resilience/retry"
 )
 
@@ -51,6 +52,17 @@ type Config struct {
 	// makes callers wait. Set it where many processes share a server and
 	// reconnect together.
 	ConnectRate int
+	// ConnectRateStore, when set, holds the connect-rate limiter's state
+	// (under the key ""), so that ConnectRate is the rate of every Guard,
+	// in any process, given the same store: one store a database
+	// (redisbudget.Share gives one in Redis). Nil: the state is in this
+	// Guard. Ignored while ConnectRate is 0.
+	ConnectRateStore ratelimit.Store
+	// Join, when set, joins the Guard to those of the other processes that
+	// share its database (redisbudget.Share sets it): New calls it once
+	// with the Guard it made; tell is then given every event Listener is
+	// given, after Listener, and leave is called by Close. Nil: none.
+	Join func(g *Guard) (tell resilience.Listener, leave func())
 	// Clock is where time is read and timers set. Nil means clock.System().
 	Clock clock.Clock
 	// Listener receives the mechanisms' events (see resilience.Event); it is

@@ -163,7 +163,13 @@
 //     wait for the probe's outcome, and are rejected at once if the probe
 //     closes it again);
 //   - a connect-rate limiter (off by default), whose permits attempts wait
-//     for.
+//     for; with Config.ConnectRateStore the rate is that of every Guard
+//     given the store, in any process.
+//
+// Config.Join joins a Guard to those of other processes sharing its
+// database: it is told the Guard's events and may act on the Guard
+// (redisbudget.Share sends each process's pauses and open circuits to the
+// others, which pause their creations as long).
 //
 // A rejection, and an attempt's failure that left the circuit open (the
 // driver's error, matching breaker.ErrOpen too), carry the time from which

@@ -56,16 +56,32 @@ type Guard struct {
 	// when it ran long enough to say something about the server (see
 	// statementOutcome).
 	sampledAt, typical atomic.Int64
+
+	// tell is the Listener Config.Join returned (nil until it returned, or
+	// when it returned none); leave is what Close calls, once.
+	tell  atomic.Pointer[resilience.Listener]
+	leave func()
+	left  sync.Once
 }
 
 // New returns a Guard configured by c, or a *resilience.ConfigError naming
 // the field that is not accepted (its path in Config: Breaker.WindowSize).
 func New(c Config) (*Guard, error) {
+	g := &Guard{}
+	if c.Join != nil {
+		user := c.Listener
+		c.Listener = func(e resilience.Event) {
+			resil.Emit(user, e)
+			if tell := g.tell.Load(); tell != nil {
+				(*tell)(e)
+			}
+		}
+	}
 	c, err := c.merged()
 	if err != nil {
 		return nil, err
 	}
-	g := &Guard{c: c, epoch: c.Clock.Now()}
+	g.c, g.epoch = c, c.Clock.Now()
 	if !c.BreakerDisabled {
 		bc := c.Breaker
 		isFailure := bc.IsFailure
@@ -101,7 +117,8 @@ func New(c Config) (*Guard, error) {
 		n := int64(c.ConnectRate)
 		if g.limiter, err = ratelimit.New(ratelimit.Config{Name: c.Name,
 			Limit:     ratelimit.Limit{Permits: n, Period: time.Second, Burst: n},
-			QueueSize: maxQueued, MaxWait: maxLimiterWait, Clock: c.Clock, Listener: c.Listener}); err != nil {
+			QueueSize: maxQueued, MaxWait: maxLimiterWait, Store: c.ConnectRateStore,
+			Clock: c.Clock, Listener: c.Listener}); err != nil {
 			return nil, err
 		}
 		g.stack.Limiter = g.limiter
@@ -117,6 +134,13 @@ func New(c Config) (*Guard, error) {
 		return nil, within("Retry", err)
 	}
 	g.stack.Retry = g.retry
+	if c.Join != nil {
+		tell, leave := c.Join(g)
+		if tell != nil {
+			g.tell.Store(&tell)
+		}
+		g.leave = leave
+	}
 	return g, nil
 }
 
@@ -127,11 +151,15 @@ const (
 	maxLimiterWait = time.Hour
 )
 
-// Close stops the pause's reopening timer, if one is set. The Guard may
-// still be used; a pause then ends at the first creation after its time.
+// Close stops the pause's reopening timer, if one is set, and leaves the
+// Guards it joined (Config.Join). The Guard may still be used; a pause
+// then ends at the first creation after its time.
 func (g *Guard) Close() {
 	if g.pause != nil {
 		g.pause.Stop()
+	}
+	if g.leave != nil {
+		g.left.Do(g.leave)
 	}
 }
 

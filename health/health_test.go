@@ -1,6 +1,7 @@
 package health_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -356,5 +357,42 @@ func TestPrintingALiveChecker(t *testing.T) {
 	})
 	if !strings.Contains(got, `"orders"`) || strings.Contains(got, "sources") {
 		t.Errorf("%%v of a Checker = %s, want its sources' names and no fields", got)
+	}
+}
+
+// reportingBudget is a pool.Budget shared with other processes that says
+// what share it holds.
+type reportingBudget struct{}
+
+func (reportingBudget) Acquire(context.Context) (func(), error) { return func() {}, nil }
+func (reportingBudget) Stats() pool.BudgetStats {
+	return pool.BudgetStats{Held: 5, Share: 3, Members: 4, Borrowed: 2, StoreDown: true, Refused: 7}
+}
+
+// A pool whose Budget reports itself has its share in the report and its
+// JSON; one without has neither.
+func TestReportShowsTheBudgetsShare(t *testing.T) {
+	var s server
+	shared := newPool(t, &s, pool.Config{MaxObjects: 1, Name: "shared", Budget: reportingBudget{}})
+	alone := newPool(t, &s, pool.Config{MaxObjects: 1, Name: "alone"})
+	c := newChecker(t, health.Config{})
+	_ = c.Add("shared", health.FromPool(shared))
+	_ = c.Add("alone", health.FromPool(alone))
+	rep := c.Report()
+	if b := rep.Pools[1].Budget; b == nil || b.Share != 3 || b.Borrowed != 2 || !b.StoreDown {
+		t.Fatalf("shared pool's budget = %+v; want its Stats", b)
+	}
+	if b := rep.Pools[0].Budget; b != nil {
+		t.Fatalf("lone pool's budget = %+v; want nil", b)
+	}
+	_, indented := get(t, c.Handler(), "/health")
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(indented)); err != nil {
+		t.Fatal(err)
+	}
+	body := compact.String()
+	want := `"budget":{"held":5,"share":3,"members":4,"borrowed":2,"reclaiming":0,"unregistered":0,"store_down":true,"refused":7,"store_errors":0}`
+	if !strings.Contains(body, want) || strings.Count(body, `"budget"`) != 1 {
+		t.Fatalf("JSON = %s; want the shared pool's %s, and no budget for the other", body, want)
 	}
 }

@@ -48,6 +48,7 @@ type jsonPool struct {
 	Breaker              *jsonBreaker      `json:"breaker,omitempty"`
 	Pause                *jsonPause        `json:"pause,omitempty"`
 	Limiter              *jsonLimiter      `json:"limiter,omitempty"`
+	Budget               *jsonBudget       `json:"budget,omitempty"`
 }
 
 type jsonQuantile struct {
@@ -82,6 +83,18 @@ type jsonLimiter struct {
 	Rejected  uint64 `json:"rejected"`
 	QueueFull uint64 `json:"queue_full"`
 	TimedOut  uint64 `json:"timed_out"`
+}
+
+type jsonBudget struct {
+	Held         int    `json:"held"`
+	Share        int    `json:"share"`
+	Members      int    `json:"members"`
+	Borrowed     int    `json:"borrowed"`
+	Reclaiming   int    `json:"reclaiming"`
+	Unregistered int    `json:"unregistered"`
+	StoreDown    bool   `json:"store_down"`
+	Refused      uint64 `json:"refused"`
+	StoreErrors  uint64 `json:"store_errors"`
 }
 
 // MarshalJSON writes the JSON view of r.
@@ -122,6 +135,10 @@ func (p PoolReport) view() jsonPool {
 	}
 	if l := p.Limiter; l != nil {
 		v.Limiter = &jsonLimiter{Waiting: l.Waiting, Rejected: l.Rejected, QueueFull: l.QueueFull, TimedOut: l.TimedOut}
+	}
+	if b := p.Budget; b != nil {
+		j := jsonBudget(*b)
+		v.Budget = &j
 	}
 	return v
 }

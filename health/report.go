@@ -40,9 +40,10 @@ type PoolReport struct {
 	LastCreateErrorAt    time.Time
 	NextCreateAttempt    time.Time // while creations are held back
 
-	Breaker *breaker.Stats   // nil without a breaker
-	Pause   *PauseState      // nil without a pause
-	Limiter *ratelimit.Stats // nil without a limiter
+	Breaker *breaker.Stats    // nil without a breaker
+	Pause   *PauseState       // nil without a pause
+	Limiter *ratelimit.Stats  // nil without a limiter
+	Budget  *pool.BudgetStats // nil without a Budget shared with other processes (pool.Config.Budget) that reports itself
 }
 
 // Quantile is one acquire-wait quantile: Q of the Takes waited less than
@@ -88,6 +89,7 @@ func (c *Checker) poolReport(name string, src Source) PoolReport {
 		LeaksDetected: s.LeaksDetected, HeldTooLong: s.HeldTooLong,
 		CreateFailuresInARow: s.CreateFailuresInARow,
 		LastCreateErrorAt:    s.LastCreateErrorAt, NextCreateAttempt: s.NextCreateAttempt,
+		Budget: s.Budget,
 	}
 	for _, q := range c.cfg.Quantiles {
 		d, ok := s.WaitHistogram.Quantile(q)

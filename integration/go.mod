@@ -64,6 +64,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/respool/respool v0.0.0-00010101000000-000000000000
+	github.com/respool/respool/dbbudget v0.0.0-00010101000000-000000000000
 	github.com/respool/respool/otel v0.0.0-00010101000000-000000000000
 	github.com/respool/respool/redisbudget v0.0.0-00010101000000-000000000000
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
@@ -86,3 +87,5 @@ require (
 replace github.com/respool/respool/otel => ../otel
 
 replace github.com/respool/respool/redisbudget => ../redisbudget
+
+replace github.com/respool/respool/dbbudget => ../dbbudget

@@ -82,7 +82,11 @@ var breakerStates = []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOp
 // .overloaded and .queue_full {take}, respool.breaker.state {state} (1 for
 // the current state, by respool.breaker.state), respool.breaker.transitions
 // {transition} and .rejected {call}, respool.pause.holding {pause} (1 while
-// the pause holds calls back) and respool.pauses {pause}.
+// the pause holds calls back) and respool.pauses {pause}; and for a pool
+// whose budget is shared with other processes (pool.Stats.Budget),
+// respool.budget.held, .share, .borrowed {connection}, .members {process},
+// .store_down {store} (1 while its store does not answer) and .refused
+// {connection}.
 //
 // The counts and counters are read when the reader collects; without a
 // src.Observe the histograms are not made. A pool has one Observer: a
@@ -150,6 +154,14 @@ func Instrument(name string, src health.Source, cfg Config) (stop func() error, 
 		metric.WithDescription("1 while the pause holds calls back (the server asked to slow down)."))
 	check(err)
 	pauses := counter("respool.pauses", "{pause}", "Pauses set or extended.")
+	budgetHeld := gauge("respool.budget.held", "{connection}", "Slots of the budget shared with other processes that this process holds.")
+	budgetShare := gauge("respool.budget.share", "{connection}", "Slots of the shared budget guaranteed to this process.")
+	budgetMembers := gauge("respool.budget.members", "{process}", "Processes sharing the budget, this one included.")
+	budgetBorrowed := gauge("respool.budget.borrowed", "{connection}", "Slots held beyond the share: other processes' unused shares.")
+	storeDown, err := m.Int64ObservableGauge("respool.budget.store_down", metric.WithUnit("{store}"),
+		metric.WithDescription("1 while the budget's store does not answer: the process keeps within the slots it held."))
+	check(err)
+	budgetRefused := counter("respool.budget.refused", "{connection}", "Slots of the shared budget asked for and refused: none free.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -172,6 +184,9 @@ func Instrument(name string, src health.Source, cfg Config) (stop func() error, 
 	}
 	if src.Pause != nil {
 		instruments = append(instruments, holding, pauses)
+	}
+	if src.Stats().Budget != nil {
+		instruments = append(instruments, budgetHeld, budgetShare, budgetMembers, budgetBorrowed, storeDown, budgetRefused)
 	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := src.Stats()
@@ -205,6 +220,14 @@ func Instrument(name string, src health.Source, cfg Config) (stop func() error, 
 			st := p.State()
 			o.ObserveInt64(holding, boolInt(st.Holding()), only)
 			o.ObserveInt64(pauses, int64(st.Pauses), only)
+		}
+		if b := s.Budget; b != nil {
+			o.ObserveInt64(budgetHeld, int64(b.Held), only)
+			o.ObserveInt64(budgetShare, int64(b.Share), only)
+			o.ObserveInt64(budgetMembers, int64(b.Members), only)
+			o.ObserveInt64(budgetBorrowed, int64(b.Borrowed), only)
+			o.ObserveInt64(storeDown, boolInt(b.StoreDown), only)
+			o.ObserveInt64(budgetRefused, int64(b.Refused), only)
 		}
 		return nil
 	}, instruments...)

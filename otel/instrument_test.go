@@ -282,3 +282,55 @@ func waitFor(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// sharedBudget is a pool.Budget shared with other processes that says what
+// share it holds.
+type sharedBudget struct{}
+
+func (sharedBudget) Acquire(context.Context) (func(), error) { return func() {}, nil }
+func (sharedBudget) Stats() pool.BudgetStats {
+	return pool.BudgetStats{Held: 5, Share: 3, Members: 4, Borrowed: 2, StoreDown: true, Refused: 7}
+}
+
+// A pool whose Budget reports itself has its share recorded; one without
+// has no budget metrics.
+func TestInstrumentRecordsTheBudgetsShare(t *testing.T) {
+	f := pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}
+	shared, err := pool.New(f, pool.Config{MaxObjects: 1, Budget: sharedBudget{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close(context.Background())
+	alone, err := pool.New(f, pool.Config{MaxObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close(context.Background())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	for name, p := range map[string]*pool.Pool[int]{"shared": shared, "alone": alone} {
+		stop, err := respoolotel.Instrument(name, health.FromPool(p), respoolotel.Config{MeterProvider: mp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	c := collect(t, reader)
+	for name, want := range map[string]int64{"respool.budget.held": 5, "respool.budget.share": 3, "respool.budget.members": 4,
+		"respool.budget.borrowed": 2, "respool.budget.store_down": 1, "respool.budget.refused": 7} {
+		if got := c.value(t, name, "shared"); got != want {
+			t.Errorf("%s = %d; want %d", name, got, want)
+		}
+		var points int
+		switch d := c[name].Data.(type) {
+		case metricdata.Sum[int64]:
+			points = len(d.DataPoints)
+		case metricdata.Gauge[int64]:
+			points = len(d.DataPoints)
+		}
+		if points != 1 {
+			t.Errorf("%s has %d points; want the shared pool's only", name, points)
+		}
+	}
+}

@@ -21,7 +21,8 @@ const (
 	msgAddKey                   // a Keyed's key p joins its budget
 	msgLate                     // a call given up on (creation, test of e, hook on e) has ended, its object destroyed: free its slot
 	msgRetire                   // a Reset or a Resize: look at the idle objects, and at the size in force
-	msgSurplus                  // e is given back while the pool holds more than its size in force
+	msgSurplus                  // e is given back while the pool holds more than its size in force, or owes its Reclaimer objects
+	msgReclaim                  // the Reclaimer asks for epoch objects back (slot: those given back too)
 )
 
 // mailboxSize is the actor's mailbox capacity. The actor never sends to its
@@ -80,6 +81,12 @@ type actor[T any] struct {
 	// maxObjects and minIdle are the size in force (Pool.size), as the
 	// actor last read it.
 	maxObjects, minIdle int
+	// reclaim is how many objects the pool's Reclaimer asked for back and
+	// has not had yet (place destroys them); reclaimInUse, whether objects
+	// given back count too, not only those idle (see onReclaim).
+	reclaim      int
+	reclaimInUse bool
+	yielding     int // objects destroyed for the Reclaimer whose destruction (and slot's release) has not ended
 	// resets is the count of Resets (Pool.retire>>1) the actor last acted
 	// on (onRetire).
 	resets uint64
@@ -190,6 +197,9 @@ func (a *actor[T]) handle(m message[T]) string {
 	case msgSurplus:
 		a.place(m.e)
 		return "surplus"
+	case msgReclaim:
+		a.onReclaim(int(m.epoch), m.slot)
+		return "reclaim"
 	}
 	return "unknown"
 }
@@ -530,6 +540,9 @@ func (a *actor[T]) publishBusy() {
 }
 
 func (a *actor[T]) onDestroyed(e *entry[T]) {
+	if e.reclaimed {
+		a.yielding--
+	}
 	delete(a.all, e)
 	a.p.destroying.Add(-1)
 	a.freeSlot()

@@ -41,6 +41,10 @@ type entry[T any] struct {
 	// took, once the object is destroyed; nil without a Budget. Immutable.
 	release func()
 
+	// reclaimed is set by the actor when it destroys the entry for the
+	// pool's Reclaimer (actor.yielding counts it until it is destroyed).
+	reclaimed bool
+
 	// home is the shard the entry goes back to when idle: that of the P
 	// that last took it from a shard. Written by whoever owns the entry.
 	home int

@@ -108,6 +108,8 @@ type Pool[T any] struct {
 	bound      atomic.Pointer[sharedBound] // see handOutBound
 	wg         sync.WaitGroup              // every goroutine the pool starts
 	closeOnce  sync.Once
+
+	detachReclaim func() // detaches the pool from its Budget when that is a Reclaimer (nil: not)
 }
 
 // New starts a pool of the objects f makes and its actor. It returns a
@@ -127,6 +129,7 @@ func newPool[T any](f Factory[T], cfg Config, hook func(string)) (*Pool[T], erro
 	a := newActor(p, hook)
 	go a.run()
 	p.notifyGC()
+	p.detachReclaim = p.reclaimer()
 	return p, nil
 }
 
@@ -196,6 +199,9 @@ func (p *Pool[T]) StartClose() {
 		p.closed.Store(true)
 		p.emit(Event{Kind: EventClosing}, true)
 		close(p.closing)
+		if p.detachReclaim != nil {
+			p.detachReclaim()
+		}
 		if p.keyed != nil {
 			p.keyed.keyClosing(p)
 		}

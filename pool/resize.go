@@ -194,6 +194,11 @@ func (a *actor[T]) place(e *entry[T]) {
 		p.destroy(e, reasonReset)
 	case a.surplus() > 0:
 		p.destroy(e, reasonResized)
+	case a.reclaim > 0 && len(a.all)-int(p.destroying.Load()) > a.minIdle:
+		a.reclaim--
+		a.yielding++
+		e.reclaimed = true
+		p.destroy(e, reasonYielded)
 	default:
 		p.pushIdle(e)
 	}
@@ -206,14 +211,14 @@ func (a *actor[T]) surplus() int {
 }
 
 // publishSurplus sets bit 0 of retire while the pool holds more than its
-// size in force, so that give-backs come to the actor (place), and clears
-// it once it does not; stored only when it changes: give-backs read it.
+// size in force, or owes its Reclaimer objects given back, so that
+// give-backs come to the actor (place), and clears it once it does not; stored only when it changes: give-backs read it.
 // Once set, it looks at the idle objects again: one given back after the
 // last look, whose giver read retire before the bit was set (putIdleAt),
 // is idle by now.
 func (a *actor[T]) publishSurplus() {
 	p := a.p
-	over := a.surplus() > 0 && !a.closing
+	over := (a.surplus() > 0 || a.reclaim > 0 && a.reclaimInUse) && !a.closing
 	if r := p.retire.Load(); over != (r&1 == 1) {
 		if over {
 			p.retire.Or(1)
@@ -221,5 +226,39 @@ func (a *actor[T]) publishSurplus() {
 		} else {
 			p.retire.And(^uint64(1))
 		}
+	}
+}
+
+// reclaimer attaches the pool to its Budget when that is a Reclaimer; the
+// func returned detaches it (nil: nothing to detach).
+func (p *Pool[T]) reclaimer() (detach func()) {
+	r, ok := p.cfg.Budget.(Reclaimer)
+	if !ok {
+		return nil
+	}
+	return r.Attach(func(n int, inUse bool) {
+		select {
+		case p.mailbox <- message[T]{kind: msgReclaim, p: p, epoch: uint64(max(n, 0)), slot: inUse}:
+		case <-p.closing:
+		case <-p.done:
+		}
+	})
+}
+
+// onReclaim destroys up to n objects for the Reclaimer (place): idle ones
+// now and, with inUse, those given back until n are (publishSurplus sends
+// them here). It replaces what was asked before. Those destroyed for an
+// earlier ask whose slots the Reclaimer may not have seen given back yet
+// count towards n: an ask made before they were must not take them twice.
+func (a *actor[T]) onReclaim(n int, inUse bool) {
+	if a.closing {
+		return
+	}
+	a.reclaim, a.reclaimInUse = max(n-a.yielding, 0), inUse
+	if n > 0 {
+		a.retireIdle()
+	}
+	if !inUse {
+		a.reclaim = 0
 	}
 }

@@ -27,6 +27,49 @@ type Budget interface {
 	Acquire(ctx context.Context) (release func(), err error)
 }
 
+// Reclaimer is a Budget that may ask its pools for slots back, so that
+// another process sharing it can have its share: New calls Attach once
+// with the pool's reclaim func, and Close calls the detach func it
+// returned (reclaim does nothing after it).
+//
+// reclaim(n, inUse) asks the pool to destroy up to n of its objects,
+// keeping at least its MinIdle alive: its idle objects at once, oldest
+// first, and, with inUse, the next objects given back too (instead of
+// serving the pool's own waiting callers), until n are destroyed. Each
+// call replaces the one before: reclaim(0, false) ends it. Their slots go
+// back through their release funcs; they are counted in
+// Stats.Destroys.Yielded. reclaim does not wait for the objects to be
+// destroyed, and may be called from any goroutine.
+type Reclaimer interface {
+	Budget
+	Attach(reclaim func(n int, inUse bool)) (detach func())
+}
+
+// BudgetStats is what a Budget says of itself when it has a method
+// Stats() BudgetStats (the stores of modules redisbudget and dbbudget do):
+// Stats.Budget then holds it.
+type BudgetStats struct {
+	Held         int    // slots this process holds (its objects, and those being created)
+	Share        int    // the slots guaranteed to this process: the budget / Members (rounded down), as the store last said
+	Members      int    // the processes sharing the budget, this one included, as the store last said
+	Borrowed     int    // slots held beyond Share: other processes' unused shares
+	Reclaiming   int    // slots the pools were last asked to give back (Reclaimer) for a process that wants one
+	Unregistered int    // of Held, the slots the store does not hold: taken while it did not answer, or lost
+	StoreDown    bool   // the last call to the store failed: the process keeps within the slots it held
+	Refused      uint64 // Acquires refused: no slot free (or, while the store is down, none held before)
+	StoreErrors  uint64 // calls to the store that failed
+}
+
+// budgetStats returns b's BudgetStats, or nil if it has none.
+func budgetStats(b Budget) *BudgetStats {
+	r, ok := b.(interface{ Stats() BudgetStats })
+	if !ok {
+		return nil
+	}
+	s := r.Stats()
+	return &s
+}
+
 // ErrBudgetExhausted is matched (errors.Is) by the error of a Budget's
 // Acquire when every slot of the shared budget is taken.
 var ErrBudgetExhausted = errors.New("pool: no slot free in the shared budget")

@@ -169,3 +169,147 @@ func TestBudgetExhaustedWithNothingAliveWaitsForAProbe(t *testing.T) {
 	}
 	h.giveBack(r.h)
 }
+
+// fakeReclaimer is a fakeBudget that is a Reclaimer: it keeps the reclaim
+// func of the pool attached to it.
+type fakeReclaimer struct {
+	fakeBudget
+	reclaim  func(n int, inUse bool)
+	detached bool
+}
+
+func (r *fakeReclaimer) Attach(reclaim func(n int, inUse bool)) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reclaim = reclaim
+	return func() {
+		r.mu.Lock()
+		r.detached = true
+		r.mu.Unlock()
+	}
+}
+
+func (r *fakeReclaimer) ask(n int, inUse bool) {
+	r.mu.Lock()
+	f := r.reclaim
+	r.mu.Unlock()
+	f(n, inUse)
+}
+
+// reclaim asks h's pool for n objects back and waits until its actor has
+// taken the ask in.
+func (h *harness) reclaim(b *fakeReclaimer, n int, inUse bool) {
+	h.t.Helper()
+	h.ev.drain()
+	b.ask(n, inUse)
+	h.ev.wait(h.t, "reclaim", 1)
+}
+
+// A Reclaimer asking for idle objects back gets them, oldest first, down to
+// MinIdle and no further; objects in use are left alone, and so are those
+// given back after it asked.
+func TestReclaimDestroysIdleObjectsDownToMinIdle(t *testing.T) {
+	b := &fakeReclaimer{fakeBudget: fakeBudget{max: 5}}
+	h := newHarness(t, Config{MaxObjects: 5, Budget: b})
+	hs := []Handle[*fakeObj]{h.take(), h.take(), h.take(), h.take()}
+	out := hs[3]
+	for _, x := range hs[:3] {
+		h.giveBack(x)
+	}
+	if err := h.p.Resize(5, 1); err != nil { // MinIdle 1 now, with 3 idle: nothing to create
+		t.Fatal(err)
+	}
+	waitUntil(t, "4 objects, 3 idle", func() bool { s := h.p.Stats(); return s.Total == 4 && s.Idle == 3 })
+	h.reclaim(b, 2, false)
+	waitUntil(t, "2 idle objects destroyed", func() bool { s := h.p.Stats(); return s.Total == 2 && s.Destroys.Yielded == 2 })
+	if s := h.p.Stats(); s.Idle != 1 {
+		t.Fatalf("%d idle; want 1 (the one in use left alone)", s.Idle)
+	}
+	h.giveBack(out) // idle only: a give-back after the ask is not destroyed
+	waitUntil(t, "2 idle", func() bool { return h.p.Stats().Idle == 2 })
+	h.reclaim(b, 5, false)
+	waitUntil(t, "down to MinIdle", func() bool { s := h.p.Stats(); return s.Total == 1 && s.Destroys.Yielded == 3 })
+	if held, _, _, _ := b.counts(); held != 1 {
+		t.Fatalf("%d slots held; want 1 (MinIdle's object)", held)
+	}
+}
+
+// Asked for objects in use too, the pool destroys those given back, even
+// with its own callers waiting, until it has given as many as asked; then
+// give-backs serve its callers again.
+func TestReclaimInUseDestroysGiveBacksBeforeServingWaiters(t *testing.T) {
+	b := &fakeReclaimer{fakeBudget: fakeBudget{max: 3}}
+	h := newHarness(t, Config{MaxObjects: 5, AcquireTimeout: time.Hour, Budget: b})
+	x, y, z := h.take(), h.take(), h.take()
+	w := h.takeAsync(h.withDeadline(time.Hour))
+	waitUntil(t, "a caller waits", func() bool { return h.p.Stats().Queued == 1 })
+	b.setMax(1) // another process wants its share: 2 slots go to it
+	h.reclaim(b, 2, true)
+	h.giveBack(x)
+	h.giveBack(y)
+	waitUntil(t, "two give-backs destroyed", func() bool { held, _, _, _ := b.counts(); return held == 1 })
+	if !pending(w) {
+		t.Fatalf("Take = %+v; want it still waiting: the give-backs were reclaimed", h.result(w))
+	}
+	h.giveBack(z) // reclaimed enough: z serves the caller
+	r := h.result(w)
+	if r.err != nil {
+		t.Fatalf("Take = %v; want the third give-back", r.err)
+	}
+	if s := h.p.Stats(); s.Destroys.Yielded != 2 {
+		t.Errorf("yielded %d; want 2", s.Destroys.Yielded)
+	}
+	h.giveBack(r.h)
+}
+
+// A later ask replaces an earlier one: asking for 0 ends a reclaim of
+// objects in use; after Close the pool is detached and asking does nothing.
+func TestReclaimEndsWhenAskedAgainAndAtClose(t *testing.T) {
+	b := &fakeReclaimer{fakeBudget: fakeBudget{max: 2}}
+	h := newHarness(t, Config{MaxObjects: 2, Budget: b})
+	x := h.take()
+	h.reclaim(b, 1, true)
+	h.reclaim(b, 0, false)
+	h.giveBack(x)
+	waitUntil(t, "the give-back is idle", func() bool { return h.p.Stats().Idle == 1 })
+	if s := h.p.Stats(); s.Destroys.Yielded != 0 {
+		t.Fatalf("yielded %d; want 0: the ask was withdrawn", s.Destroys.Yielded)
+	}
+	if err := h.p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	detached := b.detached
+	b.mu.Unlock()
+	if !detached {
+		t.Fatal("Close did not detach the pool from its Reclaimer")
+	}
+	b.ask(1, true) // returns: the pool is closed
+}
+
+// Once a probe gets a slot, the pool goes on creating for its waiting
+// callers (each creation asking the Budget) without waiting for the next
+// probes: slots freed elsewhere serve them all at once, not one a probe.
+func TestBudgetProbeThatGetsASlotOpensTheWholeSize(t *testing.T) {
+	b := &fakeBudget{max: 1}
+	h := newHarness(t, Config{MaxObjects: 5, AcquireTimeout: time.Hour, Budget: b})
+	first := h.take()
+	var waiting []chan takeResult
+	for range 3 {
+		waiting = append(waiting, h.takeAsync(h.withDeadline(time.Hour)))
+	}
+	waitUntil(t, "3 callers wait", func() bool { return h.p.Stats().Queued == 3 })
+	b.setMax(4) // other processes gave 3 slots back
+	h.clk.Advance(budgetProbe)
+	for i, w := range waiting {
+		r := h.result(w)
+		if r.err != nil {
+			t.Fatalf("caller %d: Take = %v; want a new object", i, r.err)
+		}
+		defer h.giveBack(r.h)
+	}
+	if s := h.p.Stats(); s.Total != 4 {
+		t.Errorf("%d objects; want 4", s.Total)
+	}
+	h.giveBack(first)
+}

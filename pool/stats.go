@@ -91,6 +91,10 @@ type Stats struct {
 
 	// WaitHistogram is how long Takes waited, including those served at once.
 	WaitHistogram Histogram
+
+	// Budget is the state of Config.Budget when it reports one (see
+	// BudgetStats); nil otherwise.
+	Budget *BudgetStats
 }
 
 // DestroyCounts counts destroyed objects by reason, as sql.DBStats counts
@@ -184,6 +188,7 @@ func (p *Pool[T]) Stats() Stats {
 		LeaksDetected:       c.leaks.Load(),
 		HeldTooLong:         c.held.Load(),
 	}
+	s.Budget = budgetStats(p.cfg.Budget)
 	if f := p.failure.Load(); f != nil {
 		s.CreateFailuresInARow = f.failures
 		s.NextCreateAttempt = p.timeAt(f.retryAt)

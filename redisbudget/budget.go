@@ -21,11 +21,14 @@ import (
 // Config configures a Budget. Client, Name and Max are required; the zero
 // values of the others are their documented defaults.
 type Config struct {
-	// Client reaches the Redis every process of the budget shares.
+	// Client reaches the Redis every process of the budget shares. Its
+	// Options must set ContextTimeoutEnabled, so that each call ends at
+	// Timeout.
 	Client redis.UniversalClient
-	// Name names the budget: its leases are the sorted set
-	// "respool:budget:"+Name. Every process sharing a database's
-	// connections gives the same Name and Max.
+	// Name names the budget: its keys are "respool:budget:{"+Name+"}" (the
+	// leases) and that followed by ":members", ":wants", ":needy", and its
+	// pub/sub channel that followed by ":want". Every process sharing a
+	// database's connections gives the same Name and Max.
 	Name string
 	// Max is the number of slots (connections) in all, across every
 	// process. At least 1.
@@ -42,25 +45,22 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Stats is a snapshot of a Budget.
-type Stats struct {
-	Held         int    // slots this process holds (its connections, and those being opened)
-	Unregistered int    // of those, the ones not leased in Redis: taken while it did not answer, or lost
-	StoreDown    bool   // the last call to Redis failed
-	Refused      uint64 // Acquires refused: every slot taken (or, while Redis is down, every slot held before)
-	StoreErrors  uint64 // calls to Redis that failed
-}
-
 // Budget is a pool.Budget shared through Redis; see the package
 // documentation. It is safe for concurrent use. Close it when its pools
 // are closed.
 type Budget struct {
-	c     Config
-	key   string
-	id    string // this process's prefix of its leases' names
-	stop  chan struct{}
-	done  chan struct{}
-	close sync.Once
+	c       Config
+	keys    []string // the leases, the members, those wanting a slot, those wanting one below their share
+	channel string   // where a process starting to want a slot says so
+	id      string   // this process's name among the members, and the prefix of its leases' names
+	stop    chan struct{}
+	kick    chan struct{} // a renewal now: another process wants a slot
+	done    chan struct{}
+	subDone chan struct{}
+	sub     *redis.PubSub
+	close   sync.Once
+
+	ownClient bool // made from a URL (respool_budget): closed by Close
 
 	mu     sync.Mutex
 	next   uint64
@@ -69,10 +69,15 @@ type Budget struct {
 	known  int             // the slots held when Redis last answered: while down, the most it holds
 	closed bool
 
+	share, members int                     // as Redis last said
+	pools          map[int]func(int, bool) // the pools attached (Attach), by attachment number
+	asked          int                     // what they were last asked for (reclaim)
+	askedInUse     bool
+
 	refused, storeErrors uint64 // see Stats
 }
 
-var _ pool.Budget = (*Budget)(nil)
+var _ pool.Reclaimer = (*Budget)(nil)
 
 // New checks cfg and starts the Budget's renewal of its leases.
 func New(cfg Config) (*Budget, error) {
@@ -88,6 +93,8 @@ func New(cfg Config) (*Budget, error) {
 	const mechanism = "redisbudget"
 	if err := resil.FirstError(
 		resil.Check(cfg.Client != nil, mechanism, "Client", "<nil>", "a redis.UniversalClient"),
+		resil.Check(cfg.Client == nil || honoursDeadlines(cfg.Client), mechanism, "Client", "a client without ContextTimeoutEnabled",
+			"a client whose Options set ContextTimeoutEnabled: without it go-redis ignores the deadline of each call, and a Redis that does not answer would hold creations well past Timeout"),
 		resil.Check(cfg.Name != "", mechanism, "Name", `""`, "a name every process of the budget gives"),
 		resil.Check(cfg.Max >= 1, mechanism, "Max", cfg.Max, "an integer ≥ 1"),
 		resil.Check(cfg.TTL >= 30*time.Millisecond, mechanism, "TTL", cfg.TTL, "at least 30ms, or 0 for 3s"),
@@ -99,46 +106,92 @@ func New(cfg Config) (*Budget, error) {
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	host, _ := os.Hostname()
-	b := &Budget{c: cfg, key: "respool:budget:" + cfg.Name, id: host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(r[:]),
-		stop: make(chan struct{}), done: make(chan struct{}), leases: map[string]bool{}}
+	base := "respool:budget:{" + cfg.Name + "}" // one hash slot for every key: a Redis Cluster runs the scripts
+	b := &Budget{c: cfg, keys: []string{base, base + ":members", base + ":wants", base + ":needy"}, channel: base + ":want",
+		id:   host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(r[:]),
+		stop: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), subDone: make(chan struct{}),
+		leases: map[string]bool{}, pools: map[int]func(int, bool){}}
+	b.sub = cfg.Client.Subscribe(context.Background(), b.channel)
+	go b.listen()
 	go b.renewEvery(cfg.TTL / 3)
+	b.kick <- struct{}{} // join at once: the others' shares count this process
 	return b, nil
 }
 
-// acquireScript takes a lease (ARGV[3]) for ARGV[2] ms when fewer than
-// ARGV[1] live leases exist, after dropping the expired ones; 1 if taken.
-// Expiry is on Redis's clock, so that the processes' clocks need not agree.
-var acquireScript = redis.NewScript(`
+// The scripts run on Redis's clock (TIME), so that the processes' clocks
+// need not agree. KEYS: the leases (lease name → expiry), the members
+// (process → expiry), those wanting a slot and those wanting one below
+// their share (process → expiry); a lease's name is its process's name,
+// "#" and a number. Each drops what expired first. A process's share is
+// Max / members, rounded down.
+const scriptHead = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
-  return 0
+for i = 1, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+local max, ttl, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+redis.call('ZADD', KEYS[2], now + ttl, member)
+local members = redis.call('ZCARD', KEYS[2])
+local share = math.floor(max / members)
+local function others(key)
+  return redis.call('ZCARD', key) - (redis.call('ZSCORE', key, member) and 1 or 0)
 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-return 1
+`
+
+// acquireScript takes the lease ARGV[4] for ARGV[2] ms for the process
+// ARGV[3] when fewer than Max (ARGV[1]) live leases exist, and the process
+// is below its share or nobody else below theirs wants one. Otherwise the
+// process wants a slot for ARGV[5] ms (and says so on the channel ARGV[6]
+// when it starts to). A process that wanted one below its share keeps
+// being owed until it has its share, not only until its next slot.
+// Returns {taken (1 or 0), share, members}.
+var acquireScript = redis.NewScript(scriptHead + `
+local held, prefix = 0, member .. '#'
+for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(v, 1, #prefix) == prefix then held = held + 1 end
+end
+if redis.call('ZCARD', KEYS[1]) < max and (held < share or others(KEYS[4]) == 0) then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[4])
+  redis.call('ZREM', KEYS[3], member)
+  if held + 1 >= share then redis.call('ZREM', KEYS[4], member) end
+  return {1, share, members}
+end
+local wantUntil = now + tonumber(ARGV[5])
+local new = redis.call('ZADD', KEYS[3], wantUntil, member)
+if held < share then new = new + redis.call('ZADD', KEYS[4], wantUntil, member) end
+if new > 0 then redis.call('PUBLISH', ARGV[6], member) end
+return {0, share, members}
 `)
 
-// renewScript extends each lease of ARGV[3:] by ARGV[2] ms, taking again
-// one that expired (or was never taken) when fewer than ARGV[1] live leases
-// exist; per lease, 1 if Redis holds it now.
-var renewScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local exp = now + tonumber(ARGV[2])
-local max = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local out = {}
-for i = 3, #ARGV do
+// renewScript extends each lease of ARGV[4:] (those of the process ARGV[3])
+// by ARGV[2] ms, taking again one that expired (or was never taken) when
+// fewer than ARGV[1] live leases exist, and keeps the process a member.
+// Returns {share, members, reclaim, inUse, then per lease 1 if Redis holds
+// it}: reclaim is the slots held beyond the share when another process
+// wants one (inUse 1 when one below its share does: its share is owed).
+var renewScript = redis.NewScript(scriptHead + `
+local out, held = {share, members, 0, 0}, 0
+for i = 4, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < max then
-    redis.call('ZADD', KEYS[1], exp, ARGV[i])
+    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
     out[#out + 1] = 1
+    held = held + 1
   else
     out[#out + 1] = 0
   end
 end
+if held > share then
+  if others(KEYS[4]) > 0 then
+    out[3], out[4] = held - share, 1
+  elseif others(KEYS[3]) > 0 then
+    out[3] = held - share
+  end
+end
 return out
 `)
+
+// wantFor is how long a process refused a slot counts as wanting one: its
+// pool asks again every 100ms while it does.
+const wantFor = 500 * time.Millisecond
 
 // Acquire takes a slot: a lease in Redis, or, while Redis does not answer
 // within Timeout, one of the slots held when it last did. Its error
@@ -150,12 +203,16 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 		return nil, errors.New("redisbudget: closed")
 	}
 	b.next++
-	name := b.id + ":" + strconv.FormatUint(b.next, 10)
+	name := b.id + "#" + strconv.FormatUint(b.next, 10)
 	b.mu.Unlock()
 
 	call, cancel := context.WithTimeout(ctx, b.c.Timeout)
-	taken, err := acquireScript.Run(call, b.c.Client, []string{b.key}, b.c.Max, b.c.TTL.Milliseconds(), name).Int()
+	res, err := acquireScript.Run(call, b.c.Client, b.keys, b.c.Max, b.c.TTL.Milliseconds(), b.id, name,
+		wantFor.Milliseconds(), b.channel).Int64Slice()
 	cancel()
+	if err == nil && len(res) != 3 {
+		err = fmt.Errorf("acquire script answered %v", res)
+	}
 	if err != nil && ctx.Err() != nil { // the caller's end, not Redis's silence
 		return nil, fmt.Errorf("redisbudget %s: %w", b.c.Name, ctx.Err())
 	}
@@ -170,11 +227,14 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 				b.c.Name, err, b.known, pool.ErrBudgetExhausted)
 		}
 		b.leases[name] = false // registered when Redis answers again (renew)
-	case taken == 0:
+	case res[0] == 0:
+		b.share, b.members = int(res[1]), int(res[2])
 		b.answered()
 		b.refused++
-		return nil, fmt.Errorf("redisbudget %s: all %d slots taken: %w", b.c.Name, b.c.Max, pool.ErrBudgetExhausted)
+		return nil, fmt.Errorf("redisbudget %s: all %d slots taken (or owed to processes below their share of %d): %w",
+			b.c.Name, b.c.Max, b.share, pool.ErrBudgetExhausted)
 	default:
+		b.share, b.members = int(res[1]), int(res[2])
 		b.leases[name] = true
 		b.answered()
 	}
@@ -193,7 +253,7 @@ func (b *Budget) release(name string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
 	defer cancel()
-	err := b.c.Client.ZRem(ctx, b.key, name).Err()
+	err := b.c.Client.ZRem(ctx, b.keys[0], name).Err()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err != nil {
@@ -237,53 +297,88 @@ func (b *Budget) renewEvery(d time.Duration) {
 			return
 		case <-t.C:
 			b.renew()
+		case <-b.kick:
+			b.renew()
 		}
 	}
 }
 
-// renew extends every lease held and registers those Redis does not hold.
+// listen kicks a renewal each time another process starts to want a slot,
+// so that it learns at once what to give back for it.
+func (b *Budget) listen() {
+	defer close(b.subDone)
+	for m := range b.sub.Channel() {
+		if m.Payload == b.id {
+			continue
+		}
+		select {
+		case b.kick <- struct{}{}:
+		default: // one is due already
+		}
+	}
+}
+
+// renew keeps this process a member, extends every lease held, registers
+// those Redis does not hold, and asks the pools for the slots owed to
+// others.
 func (b *Budget) renew() {
+	const head = 3
 	b.mu.Lock()
-	names := make([]any, 0, len(b.leases)+2)
-	names = append(names, b.c.Max, b.c.TTL.Milliseconds())
+	names := make([]any, 0, len(b.leases)+head)
+	names = append(names, b.c.Max, b.c.TTL.Milliseconds(), b.id)
 	for name := range b.leases {
 		names = append(names, name)
 	}
 	b.mu.Unlock()
-	if len(names) == 2 {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
-	held, err := renewScript.Run(ctx, b.c.Client, []string{b.key}, names...).Int64Slice()
+	res, err := renewScript.Run(ctx, b.c.Client, b.keys, names...).Int64Slice()
 	cancel()
+	if err == nil && len(res) != 4+len(names)-head {
+		err = fmt.Errorf("renew script answered %v", res)
+	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err != nil {
 		b.failed(err)
+		ask := b.reclaim(0, false) // nothing is owed that Redis does not say
+		b.mu.Unlock()
+		ask()
 		return
 	}
+	b.share, b.members = int(res[0]), int(res[1])
+	held := res[4:]
 	b.answered()
 	var orphans []any // given back while the renewal ran: it may have taken them again
+	gone := 0
 	for i, h := range held {
-		name := names[i+2].(string)
+		name := names[i+head].(string)
 		if _, ok := b.leases[name]; ok {
 			b.leases[name] = h == 1
-		} else if h == 1 {
+			continue
+		}
+		gone++
+		if h == 1 {
 			orphans = append(orphans, name)
 		}
 	}
+	// Slots given back while the script ran were counted in what it says
+	// is owed: they are given already.
+	ask := b.reclaim(max(int(res[2])-gone, 0), res[3] == 1)
+	defer ask() // after b.mu is unlocked: it waits for the pools' actors
+	defer b.mu.Unlock()
 	if len(orphans) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
-		_ = b.c.Client.ZRem(ctx, b.key, orphans...).Err() // else they expire within TTL
+		_ = b.c.Client.ZRem(ctx, b.keys[0], orphans...).Err() // else they expire within TTL
 		cancel()
 	}
 }
 
-// Stats returns a snapshot of the Budget.
-func (b *Budget) Stats() Stats {
+// Stats returns a snapshot of the Budget (a respool pool's Stats.Budget
+// holds it too).
+func (b *Budget) Stats() pool.BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{Held: len(b.leases), StoreDown: b.down, Refused: b.refused, StoreErrors: b.storeErrors}
+	s := pool.BudgetStats{Held: len(b.leases), Share: b.share, Members: b.members, Borrowed: max(len(b.leases)-b.share, 0),
+		Reclaiming: b.asked, StoreDown: b.down, Refused: b.refused, StoreErrors: b.storeErrors}
 	for _, registered := range b.leases {
 		if !registered {
 			s.Unregistered++
@@ -299,6 +394,8 @@ func (b *Budget) Close() error {
 	b.close.Do(func() {
 		close(b.stop)
 		<-b.done
+		_ = b.sub.Close()
+		<-b.subDone
 		b.mu.Lock()
 		b.closed = true
 		names := make([]any, 0, len(b.leases))
@@ -309,11 +406,59 @@ func (b *Budget) Close() error {
 		}
 		clear(b.leases)
 		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
+		defer cancel()
+		pipe := b.c.Client.TxPipeline()
 		if len(names) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), b.c.Timeout)
-			defer cancel()
-			err = b.c.Client.ZRem(ctx, b.key, names...).Err()
+			pipe.ZRem(ctx, b.keys[0], names...)
+		}
+		for _, k := range b.keys[1:] { // no longer a member: the others' shares grow at once
+			pipe.ZRem(ctx, k, b.id)
+		}
+		_, err = pipe.Exec(ctx)
+		if b.ownClient {
+			err = errors.Join(err, b.c.Client.Close())
 		}
 	})
 	return err
+}
+
+// Attach attaches a pool (pool.Reclaimer): it is asked for the slots this
+// process holds beyond its share while another process wants one.
+func (b *Budget) Attach(reclaim func(n int, inUse bool)) (detach func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next++
+	id := int(b.next)
+	b.pools[id] = reclaim
+	return func() {
+		b.mu.Lock()
+		delete(b.pools, id)
+		b.mu.Unlock()
+	}
+}
+
+// reclaim returns the func that asks the pools attached for n slots back,
+// spread over them (b.mu held; call it with b.mu unlocked). Once they were
+// asked for none, they are not asked for none again.
+func (b *Budget) reclaim(n int, inUse bool) (ask func()) {
+	if n == 0 && b.asked == 0 && !b.askedInUse {
+		return func() {}
+	}
+	b.asked, b.askedInUse = n, inUse
+	var asks []func()
+	i := 0
+	for _, f := range b.pools {
+		part := n / len(b.pools)
+		if i < n%len(b.pools) {
+			part++
+		}
+		i++
+		asks = append(asks, func() { f(part, inUse) })
+	}
+	return func() {
+		for _, a := range asks {
+			a()
+		}
+	}
 }

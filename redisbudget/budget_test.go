@@ -19,13 +19,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // accepted, and nothing is started. (Its behaviour on a real Redis is
 // tested in integration/budget.)
 func TestNewRefusesABadConfig(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer rdb.Close()
+	deaf := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // calls would not end at Timeout
+	defer deaf.Close()
 	for _, c := range []struct {
 		cfg   redisbudget.Config
 		field string
 	}{
 		{redisbudget.Config{Name: "n", Max: 1}, "Client"},
+		{redisbudget.Config{Client: deaf, Name: "n", Max: 1}, "Client"},
 		{redisbudget.Config{Client: rdb, Max: 1}, "Name"},
 		{redisbudget.Config{Client: rdb, Name: "n"}, "Max"},
 		{redisbudget.Config{Client: rdb, Name: "n", Max: 1, TTL: time.Millisecond}, "TTL"},

@@ -3,7 +3,7 @@
 // whose slots are leases in one Redis sorted set, so that the connections
 // of every process sharing its Name never number more than Max together.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	b, err := redisbudget.New(redisbudget.Config{Client: rdb, Name: "orders-db", Max: 200})
 //	defer b.Close()
 //	cfg, err := respool.ParseDSN(dsn)
@@ -23,12 +23,35 @@
 // and registers its leases again when Redis answers (Stats.Unregistered
 // counts those it could not register because others took the slots).
 //
-// Limits, for now: each slot is taken first come, first served (no fair
-// share between processes yet), and a process's idle connections keep
-// their slots until its pool closes them (Pool.MaxIdle); a process that
-// held no slot when Redis stopped answering opens none until it answers
-// again; and a process cut off from Redis (while the others reach it) for
-// longer than TTL keeps opening up to the slots it held while its leases
-// expire and others take them, so the sum may exceed Max for that long.
-// The scripts need Redis 5 or later (TIME before a write).
+// Fair shares: every process with a Budget of the same Name is a member
+// (kept alive by its renewals, gone within TTL of its death or at Close),
+// and is guaranteed its share, Max / members rounded down. A process may
+// borrow the slots others leave unused; when one wants a slot and none is
+// free, it is refused and says so (a Redis pub/sub message), and every
+// process holding more than its share gives back at once its idle
+// connections beyond it (pool.Reclaimer: the pool closes them, counted in
+// its Stats.Destroys.Yielded). When the process refused is below its share,
+// the others also close connections given back beyond their shares,
+// instead of serving their own waiting callers, until it has its share;
+// and no process above its share takes a free slot meanwhile. Stats shows
+// the share, the members and the slots borrowed.
+//
+// Share makes the Guards built from a dbguard.Config (a respool Config's
+// Resilience) share a database's connection rate and what stops dialing,
+// through the same Redis: ConnectRate becomes the rate of every process
+// together (RateStore: a GCRA in one Lua script on Redis's clock), and a
+// process whose circuit opens or whose creations pause tells the others on
+// the channel "respool:signal:"+Name, which pause their creations as long.
+// While Redis does not answer, each process counts its share of the rate
+// alone (the rate divided by the processes Redis last counted), and
+// signals are sent again, and read by Guards subscribing again, while they
+// hold.
+//
+// Limits: a process that held no slot when Redis stopped answering opens
+// none until it answers again; and a process cut off from Redis (while the
+// others reach it) for longer than TTL keeps opening up to the slots it
+// held while its leases expire and others take them, so the sum may exceed
+// Max for that long. The scripts need Redis 5 or later (TIME before a
+// write); every key of a budget is in one hash slot ({Name}), so that they
+// run on a Redis Cluster too.
 package redisbudget

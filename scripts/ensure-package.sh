@@ -5,7 +5,7 @@
 # prints one line saying what it did, and leaves no system SERVICE running
 # (tests start their own servers on random loopback ports): a service the
 # package's postinst started is stopped, by systemd or service, or by the
-# pid in PIDFILE. ensure-mariadb.sh and ensure-redis.sh call it.
+# pid in PIDFILE. ensure-mariadb.sh, ensure-redis.sh and ensure-pgbouncer.sh call it.
 set -euo pipefail
 
 pkg=$1 bin=$2 service=$3 pidfile=$4

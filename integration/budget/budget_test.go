@@ -30,7 +30,7 @@ func budgetName(t *testing.T) string { return t.Name() + "-" + strconv.FormatInt
 // as each process has; closed (then its client) when the test ends.
 func newBudget(t *testing.T, name string, max int, ttl time.Duration) (*redisbudget.Budget, *redis.Client) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	b, err := redisbudget.New(redisbudget.Config{Client: rdb, Name: name, Max: max, TTL: ttl, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,13 @@ func connector(t *testing.T, b pool.Budget, maxConns int) (*sql.DB, *respool.Con
 	t.Helper()
 	// 2s: the bound of a wait beyond the budget, and of each dial (a SCRAM
 	// login under -race on a busy machine can take a good part of a second).
-	cfg, err := respool.ParseDSN(pg.DSN() + "&respool_acquire_timeout=2s")
+	return connectorWaiting(t, b, maxConns, 2*time.Second)
+}
+
+// connectorWaiting is connector with the pool's acquire timeout.
+func connectorWaiting(t *testing.T, b pool.Budget, maxConns int, acquire time.Duration) (*sql.DB, *respool.Connector) {
+	t.Helper()
+	cfg, err := respool.ParseDSN(pg.DSN() + "&respool_acquire_timeout=" + acquire.String())
 	if err != nil {
 		t.Fatal(err)
 	}

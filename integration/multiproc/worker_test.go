@@ -66,6 +66,8 @@ type stats struct {
 	Held          int // connections the client holds now (pool's count)
 	// modeBudget: the budget's view.
 	BudgetHeld   int
+	Share        int // as the store last said
+	Borrowed     int
 	StoreDown    bool
 	Unregistered int
 	StoreErrors  uint64 // calls to Redis that failed, since the worker began
@@ -267,9 +269,9 @@ func (w *workerState) stats() *stats {
 		ps := c.c.Stats()
 		s.Creates, s.CreateFailures, s.Destroys = ps.Creates, ps.CreateFailures, ps.Destroys
 	}
-	if b, ok := w.cl.(interface{ budget() redisbudget.Stats }); ok {
+	if b, ok := w.cl.(interface{ budget() pool.BudgetStats }); ok {
 		bs := b.budget()
-		s.BudgetHeld, s.StoreDown, s.Unregistered, s.StoreErrors = bs.Held, bs.StoreDown, bs.Unregistered, bs.StoreErrors
+		s.BudgetHeld, s.Share, s.Borrowed, s.StoreDown, s.Unregistered, s.StoreErrors = bs.Held, bs.Share, bs.Borrowed, bs.StoreDown, bs.Unregistered, bs.StoreErrors
 	}
 	return s
 }
@@ -324,7 +326,7 @@ func openRespool(cfg workerConfig) (client, error) {
 	rc.Pool.Logger = quiet
 	cl := &respoolClient{kind: cfg.Kind}
 	if cfg.Mode == modeBudget {
-		cl.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1})
+		cl.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1, ContextTimeoutEnabled: true})
 		cl.b, err = redisbudget.New(redisbudget.Config{Client: cl.rdb, Name: cfg.BudgetName, Max: cfg.BudgetMax, TTL: cfg.TTL, Logger: quiet})
 		if err != nil {
 			_ = cl.rdb.Close()
@@ -358,9 +360,9 @@ func (c *respoolClient) hold(ctx context.Context) (func(), error) {
 
 func (c *respoolClient) held() int { return c.c.Stats().Total }
 
-func (c *respoolClient) budget() redisbudget.Stats {
+func (c *respoolClient) budget() pool.BudgetStats {
 	if c.b == nil {
-		return redisbudget.Stats{}
+		return pool.BudgetStats{}
 	}
 	return c.b.Stats()
 }

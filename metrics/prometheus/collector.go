@@ -55,12 +55,19 @@ var (
 	descPauses             = desc("pauses_total", "Pauses set or extended.")
 	descLimiterWaiting     = desc("limiter_waiting", "Callers queued in the rate limiter.")
 	descLimiterRejected    = desc("limiter_rejected_total", "Calls the rate limiter refused.")
+	descBudgetHeld         = desc("budget_held", "Slots of the budget shared with other processes that this process holds.")
+	descBudgetShare        = desc("budget_share", "Slots of the shared budget guaranteed to this process.")
+	descBudgetMembers      = desc("budget_members", "Processes sharing the budget, this one included.")
+	descBudgetBorrowed     = desc("budget_borrowed", "Slots held beyond the share: other processes' unused shares.")
+	descBudgetStoreDown    = desc("budget_store_down", "1 while the budget's store does not answer: the process keeps within the slots it held.")
+	descBudgetRefused      = desc("budget_refused_total", "Slots of the shared budget asked for and refused: none free.")
 
 	allDescs = []*prom.Desc{descObjects, descIdle, descInUse, descWaiting, descMax, descEffectiveMax,
 		descTakes, descQueueFull, descFailedFast, descOverloaded, descCancelled, descAcquireTimeout,
 		descCreates, descCreateFailures, descDestroys, descLeaks, descHeld, descWait,
 		descBreakerState, descBreakerTransitions, descBreakerRejected, descPauseHolding, descPauses,
-		descLimiterWaiting, descLimiterRejected}
+		descLimiterWaiting, descLimiterRejected,
+		descBudgetHeld, descBudgetShare, descBudgetMembers, descBudgetBorrowed, descBudgetStoreDown, descBudgetRefused}
 
 	// breakerStates are the states exported by respool_breaker_state.
 	breakerStates = []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen, breaker.ForcedOpen,
@@ -114,22 +121,14 @@ func collectSource(ch chan<- prom.Metric, name string, src health.Source) {
 	if b := src.Breaker; b != nil {
 		st := b.Stats()
 		for _, state := range breakerStates {
-			v := 0.0
-			if st.State == state {
-				v = 1
-			}
-			gauge(descBreakerState, v, state.String())
+			gauge(descBreakerState, bit(st.State == state), state.String())
 		}
 		counter(descBreakerTransitions, st.Transitions)
 		counter(descBreakerRejected, st.Rejected)
 	}
 	if p := src.Pause; p != nil {
 		st := p.State()
-		v := 0.0
-		if st.Holding() {
-			v = 1
-		}
-		gauge(descPauseHolding, v)
+		gauge(descPauseHolding, bit(st.Holding()))
 		counter(descPauses, st.Pauses)
 	}
 	if l := src.Limiter; l != nil {
@@ -137,6 +136,22 @@ func collectSource(ch chan<- prom.Metric, name string, src health.Source) {
 		gauge(descLimiterWaiting, float64(st.Waiting))
 		counter(descLimiterRejected, st.Rejected)
 	}
+	if b := s.Budget; b != nil {
+		gauge(descBudgetHeld, float64(b.Held))
+		gauge(descBudgetShare, float64(b.Share))
+		gauge(descBudgetMembers, float64(b.Members))
+		gauge(descBudgetBorrowed, float64(b.Borrowed))
+		gauge(descBudgetStoreDown, bit(b.StoreDown))
+		counter(descBudgetRefused, b.Refused)
+	}
+}
+
+// bit is 1 for true, 0 for false.
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // waitHistogram is the pool's acquire-wait histogram as a constant

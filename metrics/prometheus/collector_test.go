@@ -231,3 +231,54 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// sharedBudget is a pool.Budget shared with other processes that says what
+// share it holds.
+type sharedBudget struct{}
+
+func (sharedBudget) Acquire(context.Context) (func(), error) { return func() {}, nil }
+func (sharedBudget) Stats() pool.BudgetStats {
+	return pool.BudgetStats{Held: 5, Share: 3, Members: 4, Borrowed: 2, StoreDown: true, Refused: 7}
+}
+
+// A pool whose Budget reports itself exports its share; one without does not.
+func TestBudgetMetrics(t *testing.T) {
+	f := pool.Factory[int]{Create: func(context.Context) (int, error) { return 1, nil }}
+	shared, err := pool.New(f, pool.Config{MaxObjects: 1, Budget: sharedBudget{}, LeakTrackingDisabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close(context.Background())
+	alone, err := pool.New(f, pool.Config{MaxObjects: 1, LeakTrackingDisabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close(context.Background())
+	checker, _ := health.New(health.Config{})
+	_ = checker.Add("shared", health.FromPool(shared))
+	_ = checker.Add("alone", health.FromPool(alone))
+	reg := prom.NewRegistry()
+	reg.MustRegister(respoolprom.NewCollector(checker))
+	mfs := scrape(t, reg)
+	pl := map[string]string{"pool": "shared"}
+	for _, tc := range []struct {
+		name string
+		typ  dto.MetricType
+		want float64
+	}{
+		{"respool_budget_held", dto.MetricType_GAUGE, 5},
+		{"respool_budget_share", dto.MetricType_GAUGE, 3},
+		{"respool_budget_members", dto.MetricType_GAUGE, 4},
+		{"respool_budget_borrowed", dto.MetricType_GAUGE, 2},
+		{"respool_budget_store_down", dto.MetricType_GAUGE, 1},
+		{"respool_budget_refused_total", dto.MetricType_COUNTER, 7},
+	} {
+		got, typ := value(t, mfs, tc.name, pl)
+		if typ != tc.typ || got != tc.want {
+			t.Errorf("%s = %v (%v), want %v (%v)", tc.name, got, typ, tc.want, tc.typ)
+		}
+		if n := len(mfs[tc.name].GetMetric()); n != 1 {
+			t.Errorf("%s exported for %d pools; want only the shared one", tc.name, n)
+		}
+	}
+}

@@ -37,9 +37,16 @@
 //	respool_pauses_total                 counter   pauses set or extended
 //	respool_limiter_waiting              gauge     callers queued in the rate limiter
 //	respool_limiter_rejected_total       counter   calls the rate limiter refused
+//	respool_budget_held                  gauge     slots of the budget shared with other processes held here
+//	respool_budget_share                 gauge     slots of it guaranteed to this process
+//	respool_budget_members               gauge     processes sharing it, this one included
+//	respool_budget_borrowed              gauge     slots held beyond the share
+//	respool_budget_store_down            gauge     1 while its store (Redis, the database) does not answer
+//	respool_budget_refused_total         counter   slots asked for and refused
 //
 // The breaker, pause and limiter metrics appear only for sources that have
-// them (health.Source's fields). The acquire-wait histogram's buckets are
+// them (health.Source's fields), the budget's for pools whose
+// pool.Config.Budget reports itself (pool.Stats.Budget). The acquire-wait histogram's buckets are
 // the pool's own (1µs, 2µs, 4µs ... about 67s; a Take counts in the first
 // bucket whose bound exceeds its wait) and its sum the total time of the
 // Takes that waited.
