@@ -25,6 +25,7 @@
 //
 // RESPOOL_MULTIPROC_TARGETS=1 asserts issue 18's "within 1 s" targets as
 // they are (by default: within 4 s more, see bound);
-// RESPOOL_MULTIPROC_FAIRSHARE=1 asserts what needs the fair share (see
-// fairShareEnv), which redisbudget does not have yet.
+// RESPOOL_MULTIPROC_FAIRSHARE=0 turns off what needs redisbudget's fair
+// share (see fairShareEnv); RESPOOL_MULTIPROC_REJOIN=1 asserts what
+// redisbudget does not do yet once Redis returns (see todoRejoin).
 package multiproc

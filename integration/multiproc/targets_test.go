@@ -14,16 +14,22 @@ const targetsEnv = "RESPOOL_MULTIPROC_TARGETS"
 
 func targetsOn() bool { return os.Getenv(targetsEnv) == "1" }
 
-// fairShareEnv turns on the checks that need redisbudget's fair share
+// fairShareEnv=0 turns off the checks that need redisbudget's fair share
 // (issue 18 item 3: each live process's share guaranteed, idle connections
-// shed for a process below its share), and makes the budget's pools keep
-// idle connections for a minute, so that only the fair share can move
-// slots. Without it, slots are first come, first served: those checks are
-// measured and logged as TODO, and the pools close a connection idle for
-// 200 ms, so that slots move through today's idle timeout.
+// shed for a process below its share; on main since 3148876), for a branch
+// without it: they are then measured and logged as TODO, and the budget's
+// pools close a connection idle for 200 ms, so that slots move through the
+// idle timeout. By default the pools keep idle connections a minute, so
+// that only the fair share can move slots.
 const fairShareEnv = "RESPOOL_MULTIPROC_FAIRSHARE"
 
-func fairShareOn() bool { return os.Getenv(fairShareEnv) == "1" }
+func fairShareOn() bool { return os.Getenv(fairShareEnv) != "0" }
+
+// rejoinEnv=1 asserts what redisbudget does not do yet once Redis returns
+// (see todoRejoin); without it, that is logged as TODO.
+const rejoinEnv = "RESPOOL_MULTIPROC_REJOIN"
+
+func rejoinOn() bool { return os.Getenv(rejoinEnv) == "1" }
 
 // idleTime is respool_max_idle_time of the budget's pools.
 func idleTime() time.Duration {
