@@ -27,5 +27,6 @@
 // they are (by default: within 4 s more, see bound);
 // RESPOOL_MULTIPROC_FAIRSHARE=0 turns off what needs redisbudget's fair
 // share (see fairShareEnv); RESPOOL_MULTIPROC_REJOIN=1 asserts what
-// redisbudget does not do yet once Redis returns (see todoRejoin).
+// redisbudget does not do yet once Redis returns or while it is late (see
+// todoRejoin, todoSlowRedis).
 package multiproc
