@@ -25,6 +25,9 @@ type PgBouncerConfig struct {
 	PoolSize int
 	// MaxClientConn is max_client_conn; 0 means 200.
 	MaxClientConn int
+	// MaxDBConnections is max_db_connections, the most server connections
+	// to the database whatever the pools; 0 means no limit.
+	MaxDBConnections int
 }
 
 // PgBouncer is a PgBouncer the harness runs on a loopback port in front of
@@ -99,6 +102,7 @@ func (b *PgBouncer) run(ctx context.Context, bin string, pg *Server, cfg PgBounc
 		"pool_mode = " + cfg.PoolMode,
 		"default_pool_size = " + strconv.Itoa(cfg.PoolSize),
 		"max_client_conn = " + strconv.Itoa(cfg.MaxClientConn),
+		"max_db_connections = " + strconv.Itoa(cfg.MaxDBConnections),
 		"admin_users = " + b.User,
 		"stats_users = " + b.User,
 		"",
