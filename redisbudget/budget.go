@@ -26,7 +26,8 @@ type Config struct {
 	// Timeout.
 	Client redis.UniversalClient
 	// Name names the budget: its keys are "respool:budget:{"+Name+"}" (the
-	// leases) and that followed by ":members", ":wants", ":needy", and its
+	// leases) and that followed by ":members", ":wants", ":needy",
+	// ":settling", and its
 	// pub/sub channel that followed by ":want". Every process sharing a
 	// database's connections gives the same Name and Max.
 	Name string
@@ -66,6 +67,7 @@ type Budget struct {
 	next   uint64
 	leases map[string]bool // the slots held: a lease's name, and whether Redis holds it
 	down   bool            // Redis did not answer the last call
+	silent bool            // Redis did not answer since it last did and no call found it whole since (see scriptHead)
 	known  int             // the slots held when Redis last answered: while down, the most it holds
 	closed bool
 
@@ -107,7 +109,7 @@ func New(cfg Config) (*Budget, error) {
 	_, _ = rand.Read(r[:])
 	host, _ := os.Hostname()
 	base := "respool:budget:{" + cfg.Name + "}" // one hash slot for every key: a Redis Cluster runs the scripts
-	b := &Budget{c: cfg, keys: []string{base, base + ":members", base + ":wants", base + ":needy"}, channel: base + ":want",
+	b := &Budget{c: cfg, keys: []string{base, base + ":members", base + ":wants", base + ":needy", base + ":settling"}, channel: base + ":want",
 		id:   host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(r[:]),
 		stop: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), subDone: make(chan struct{}),
 		leases: map[string]bool{}, pools: map[int]func(int, bool){}}
@@ -123,14 +125,24 @@ func New(cfg Config) (*Budget, error) {
 // The scripts run on Redis's clock (TIME), so that the processes' clocks
 // need not agree. KEYS: the leases (lease name → expiry), the members
 // (process → expiry), those wanting a slot and those wanting one below
-// their share (process → expiry); a lease's name is its process's name,
-// "#" and a number. Each drops what expired first. A process's share is
-// Max / members, rounded down.
+// their share (process → expiry), and the settling mark; a lease's name is
+// its process's name, "#" and a number. Each drops what expired first. A
+// process's share is Max / members, rounded down.
+//
+// Settling: a process that found Redis silent since it last answered
+// (ARGV[4] > 0) and now finds no member at all knows Redis lost the budget
+// (it restarted empty): processes hold connections whose leases their next
+// renewal registers again (within TTL/3; those that saw Redis silent retry
+// every Timeout). For ARGV[4] ms (TTL/2) no new lease is given, so that
+// no process takes a slot whose connection is still open elsewhere.
 const scriptHead = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for i = 1, 4 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
 local max, ttl, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+if tonumber(ARGV[4]) > 0 and redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[5], '1', 'PX', tonumber(ARGV[4]))
+end
 redis.call('ZADD', KEYS[2], now + ttl, member)
 local members = redis.call('ZCARD', KEYS[2])
 local share = math.floor(max / members)
@@ -139,11 +151,11 @@ local function others(key)
 end
 `
 
-// acquireScript takes the lease ARGV[4] for ARGV[2] ms for the process
-// ARGV[3] when fewer than Max (ARGV[1]) live leases exist, and the process
-// is below its share or nobody else below theirs wants one. Otherwise the
-// process wants a slot for ARGV[5] ms (and says so on the channel ARGV[6]
-// when it starts to). A process that wanted one below its share keeps
+// acquireScript takes the lease ARGV[5] for ARGV[2] ms for the process
+// ARGV[3] when fewer than Max (ARGV[1]) live leases exist, the budget is
+// not settling, and the process is below its share or nobody else below
+// theirs wants one. Otherwise the process wants a slot for ARGV[6] ms (and
+// says so on the channel ARGV[7] when it starts to). A process that wanted one below its share keeps
 // being owed until it has its share, not only until its next slot.
 // Returns {taken (1 or 0), share, members}.
 var acquireScript = redis.NewScript(scriptHead + `
@@ -151,20 +163,23 @@ local held, prefix = 0, member .. '#'
 for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   if string.sub(v, 1, #prefix) == prefix then held = held + 1 end
 end
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {0, share, members}
+end
 if redis.call('ZCARD', KEYS[1]) < max and (held < share or others(KEYS[4]) == 0) then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[4])
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
   redis.call('ZREM', KEYS[3], member)
   if held + 1 >= share then redis.call('ZREM', KEYS[4], member) end
   return {1, share, members}
 end
-local wantUntil = now + tonumber(ARGV[5])
+local wantUntil = now + tonumber(ARGV[6])
 local new = redis.call('ZADD', KEYS[3], wantUntil, member)
 if held < share then new = new + redis.call('ZADD', KEYS[4], wantUntil, member) end
-if new > 0 then redis.call('PUBLISH', ARGV[6], member) end
+if new > 0 then redis.call('PUBLISH', ARGV[7], member) end
 return {0, share, members}
 `)
 
-// renewScript extends each lease of ARGV[4:] (those of the process ARGV[3])
+// renewScript extends each lease of ARGV[5:] (those of the process ARGV[3])
 // by ARGV[2] ms, taking again one that expired (or was never taken) when
 // fewer than ARGV[1] live leases exist, and keeps the process a member.
 // Returns {share, members, reclaim, inUse, then per lease 1 if Redis holds
@@ -174,7 +189,7 @@ return {0, share, members}
 // open all the same).
 var renewScript = redis.NewScript(scriptHead + `
 local out, held = {share, members, 0, 0}, 0
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < max then
     redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
     out[#out + 1] = 1
@@ -183,7 +198,7 @@ for i = 4, #ARGV do
     out[#out + 1] = 0
   end
 end
-local mine = #ARGV - 3 -- registered or not: its connections exist
+local mine = #ARGV - 4 -- registered or not: its connections exist
 if mine > share then
   if others(KEYS[4]) > 0 then
     out[3], out[4] = mine - share, 1
@@ -209,10 +224,11 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	}
 	b.next++
 	name := b.id + "#" + strconv.FormatUint(b.next, 10)
+	settle := b.settleLocked()
 	b.mu.Unlock()
 
 	call, cancel := context.WithTimeout(ctx, b.c.Timeout)
-	res, err := acquireScript.Run(call, b.c.Client, b.keys, b.c.Max, b.c.TTL.Milliseconds(), b.id, name,
+	res, err := acquireScript.Run(call, b.c.Client, b.keys, b.c.Max, b.c.TTL.Milliseconds(), b.id, settle, name,
 		wantFor.Milliseconds(), b.channel).Int64Slice()
 	cancel()
 	if err == nil && len(res) != 3 {
@@ -233,13 +249,13 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 		}
 		b.leases[name] = false // registered when Redis answers again (renew)
 	case res[0] == 0:
-		b.share, b.members = int(res[1]), int(res[2])
+		b.share, b.members, b.silent = int(res[1]), int(res[2]), false
 		b.answered()
 		b.refused++
 		return nil, fmt.Errorf("redisbudget %s: all %d slots taken (or owed to processes below their share of %d): %w",
 			b.c.Name, b.c.Max, b.share, pool.ErrBudgetExhausted)
 	default:
-		b.share, b.members = int(res[1]), int(res[2])
+		b.share, b.members, b.silent = int(res[1]), int(res[2]), false
 		b.leases[name] = true
 		b.answered()
 	}
@@ -275,7 +291,7 @@ func (b *Budget) failed(err error) {
 	if b.down {
 		return
 	}
-	b.down = true
+	b.down, b.silent = true, true
 	b.c.Logger.Warn("redisbudget: Redis does not answer: keeping within the slots held",
 		slog.String("budget", b.c.Name), slog.Int("held", b.known), slog.String("error", err.Error()))
 }
@@ -292,19 +308,29 @@ func (b *Budget) answered() {
 }
 
 // renewEvery renews the leases every d until Close.
+//
+// While Redis does not answer, it tries again every Timeout, so that once
+// Redis is back its leases are registered again at once (see scriptHead).
 func (b *Budget) renewEvery(d time.Duration) {
 	defer close(b.done)
-	t := time.NewTicker(d)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-t.C:
-			b.renew()
 		case <-b.kick:
-			b.renew()
+			t.Stop()
 		}
+		b.renew()
+		b.mu.Lock()
+		next := d
+		if b.down {
+			next = b.c.Timeout
+		}
+		b.mu.Unlock()
+		t.Reset(next)
 	}
 }
 
@@ -327,10 +353,10 @@ func (b *Budget) listen() {
 // those Redis does not hold, and asks the pools for the slots owed to
 // others.
 func (b *Budget) renew() {
-	const head = 3
+	const head = 4
 	b.mu.Lock()
 	names := make([]any, 0, len(b.leases)+head)
-	names = append(names, b.c.Max, b.c.TTL.Milliseconds(), b.id)
+	names = append(names, b.c.Max, b.c.TTL.Milliseconds(), b.id, b.settleLocked())
 	for name := range b.leases {
 		names = append(names, name)
 	}
@@ -349,7 +375,7 @@ func (b *Budget) renew() {
 		ask()
 		return
 	}
-	b.share, b.members = int(res[0]), int(res[1])
+	b.share, b.members, b.silent = int(res[0]), int(res[1]), false
 	held := res[4:]
 	b.answered()
 	var orphans []any // given back while the renewal ran: it may have taken them again
@@ -419,7 +445,7 @@ func (b *Budget) Close() error {
 		if len(names) > 0 {
 			pipe.ZRem(ctx, b.keys[0], names...)
 		}
-		for _, k := range b.keys[1:] { // no longer a member: the others' shares grow at once
+		for _, k := range b.keys[1:4] { // no longer a member: the others' shares grow at once
 			pipe.ZRem(ctx, k, b.id)
 		}
 		_, err = pipe.Exec(ctx)
@@ -468,4 +494,14 @@ func (b *Budget) reclaim(n int, inUse bool) (ask func()) {
 			a()
 		}
 	}
+}
+
+// settleLocked is ARGV[4] of the scripts (b.mu held): TTL/2 in ms when this
+// process found Redis silent since it last answered, else 0 (see
+// scriptHead).
+func (b *Budget) settleLocked() int64 {
+	if !b.silent {
+		return 0
+	}
+	return (b.c.TTL / 2).Milliseconds()
 }
