@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -68,7 +69,7 @@ type Budget struct {
 	leases map[string]bool // the slots held: a lease's name, and whether Redis holds it
 	down   bool            // Redis did not answer the last call
 	silent bool            // Redis did not answer since it last did and no call found it whole since (see scriptHead)
-	known  int             // the slots held when Redis last answered: while down, the most it holds
+	known  int             // the slots held when Redis last answered, less those given back since by calls that ran out of time: while down, the most it holds
 	closed bool
 
 	share, members int                     // as Redis last said
@@ -279,9 +280,23 @@ func (b *Budget) release(name string) {
 	defer b.mu.Unlock()
 	if err != nil {
 		b.failed(err) // the lease expires within TTL
+		if late(err) {
+			// The ZREM may have been applied: the slot may be free in
+			// Redis, and taken by another process. Not one to take again
+			// until Redis answers.
+			b.known--
+		}
 		return
 	}
 	b.answered()
+}
+
+// late reports whether err is a call to Redis that ran out of time, which
+// may have been applied: unlike a refused connection, it says nothing of
+// what Redis did.
+func late(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // failed notes a call to Redis that failed (b.mu held): the first of a run

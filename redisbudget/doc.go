@@ -19,9 +19,14 @@
 // Redis may fail; queries may not: an Acquire waits at most Timeout for
 // Redis. While Redis does not answer, the process keeps within the slots
 // it held when it last heard from Redis (so that the sum stays within Max):
-// a connection closed meanwhile can be opened again, no more; it logs once,
-// and registers its leases again when Redis answers (Stats.Unregistered
-// counts those it could not register because others took the slots).
+// its connections serve on, and one closed meanwhile is opened again only
+// if Redis refused the call that gave its slot back (one that ran out of
+// time may have reached Redis, and the slot another process); it logs
+// once, tries again every Timeout, and registers its leases again when
+// Redis answers (pool.BudgetStats.Unregistered counts those it could not
+// register because others took the slots). When Redis comes back empty (a
+// restart without persistence), no slot is given for TTL/2, by which every
+// process has registered its leases again.
 //
 // Fair shares: every process with a Budget of the same Name is a member
 // (kept alive by its renewals, gone within TTL of its death or at Close),

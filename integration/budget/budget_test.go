@@ -203,11 +203,10 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 			}
 		}
 	}()
-	releases[1]() // a connection closed while Redis is down
+	releases[1]() // a connection closed while Redis is down: its call runs out of time
 	began := time.Now()
-	again, err := b.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("Acquire of a slot held before, Redis down = %v; want it", err)
+	if _, err := b.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) {
+		t.Fatalf("Acquire of the slot given back, Redis down = %v; want ErrBudgetExhausted (the call that gave it back may have reached Redis)", err)
 	}
 	if _, err := b.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) {
 		t.Fatalf("Acquire beyond the slots held, Redis down = %v; want ErrBudgetExhausted", err)
@@ -215,8 +214,8 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("two Acquires with Redis down took %v; want each within its 100ms Timeout", d)
 	}
-	if st := b.Stats(); !st.StoreDown || st.Held != 2 || st.Unregistered != 1 {
-		t.Errorf("Redis down: %+v; want down, 2 held, 1 not registered", st)
+	if st := b.Stats(); !st.StoreDown || st.Held != 1 {
+		t.Errorf("Redis down: %+v; want down, 1 held", st)
 	}
 	if err := rds.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -224,11 +223,10 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	restarted = true
 	within, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	servers.WaitFor(t, within, "both leases registered again within a renewal", func() (bool, error) {
+	servers.WaitFor(t, within, "the lease registered again within a renewal", func() (bool, error) {
 		st := b.Stats()
-		return !st.StoreDown && st.Unregistered == 0 && st.Held == 2, nil
+		return !st.StoreDown && st.Unregistered == 0 && st.Held == 1, nil
 	})
-	again()
 	releases[0]()
 }
 

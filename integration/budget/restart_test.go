@@ -75,3 +75,54 @@ func TestARestartedRedisGivesNoSlotBeforeTheHoldersRegisterAgain(t *testing.T) {
 	})
 	releases[1]()
 }
+
+// A slot given back while Redis is late (frozen: the call times out, and
+// may have reached it) may be free in Redis for another process: it is not
+// taken again until Redis answers. (One given back while Redis refuses
+// connections is: its lease stays until the TTL.)
+func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
+	name := budgetName(t)
+	b, _ := newBudget(t, name, 10, 3*time.Second)
+	ctx := context.Background()
+	first, err := b.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rds.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = rds.Thaw()
+		}
+	}()
+	second() // its ZREM times out: it may have been applied
+	if r, err := b.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) {
+		if err == nil {
+			r()
+		}
+		t.Fatalf("Acquire after a slot given back while Redis was late = %v; want ErrBudgetExhausted (the slot may be another's now)", err)
+	}
+	if err := rds.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	within, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	servers.WaitFor(t, within, "a slot once Redis answers", func() (bool, error) {
+		r, err := b.Acquire(ctx)
+		if errors.Is(err, pool.ErrBudgetExhausted) {
+			return false, nil
+		}
+		if err == nil {
+			r()
+		}
+		return err == nil, err
+	})
+	first()
+}

@@ -26,7 +26,5 @@
 // RESPOOL_MULTIPROC_TARGETS=1 asserts issue 18's "within 1 s" targets as
 // they are (by default: within 4 s more, see bound);
 // RESPOOL_MULTIPROC_FAIRSHARE=0 turns off what needs redisbudget's fair
-// share (see fairShareEnv); RESPOOL_MULTIPROC_REJOIN=1 asserts what
-// redisbudget does not do yet once Redis returns or while it is late (see
-// todoRejoin, todoSlowRedis).
+// share (see fairShareEnv).
 package multiproc

@@ -51,11 +51,6 @@ type fleet struct {
 	began   counters           // the server's counters when the fleet started
 	bouncer *servers.PgBouncer // modePgBouncer's
 	last    []*stats           // each worker's at its quit
-	known   struct {           // see knownIssueFrom
-		from     time.Time
-		todo     string
-		counters counters
-	}
 }
 
 // stopBouncer stops the fleet's PgBouncer, if any, and its server
@@ -371,8 +366,7 @@ func (f *fleet) dials() int64 {
 
 // check asserts the fleet's invariants once its workers quit: the server
 // never held more of their sessions than the budget, and refused none of
-// their connection attempts (from a known issue's time on, see
-// knownIssueFrom, only with RESPOOL_MULTIPROC_REJOIN=1).
+// their connection attempts.
 //
 // By default an overshoot seen in one sample only, and the refusals it may
 // cause, are logged, not failed: respool gives a slot back as it closes a
@@ -387,12 +381,6 @@ func (f *fleet) check() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	end := f.counters(ctx)
-	until, known := f.known.from, end
-	if until.IsZero() {
-		until = time.Now()
-	} else {
-		known = f.known.counters
-	}
 	over := func(from, to time.Time, c counters, report, transient func(string, ...any)) {
 		m, lasting := f.smp.overBudget(from, to)
 		if m.total > budgetMax {
@@ -418,23 +406,7 @@ func (f *fleet) check() {
 				append([]any{targetsEnv}, args...)...)
 		}
 	}
-	lasting := f.t.Errorf
-	if n := f.storeErrors(); n > 0 && !rejoinOn() {
-		// A process whose calls to Redis failed (late under load: 100 ms)
-		// kept within the slots it held before; one it gave back and took
-		// again meanwhile may have gone to another process in Redis: see
-		// todoSlowRedis.
-		lasting = func(format string, args ...any) {
-			f.gated(false, false, "no "+rejoinEnv+"=1", todoSlowRedis+fmt.Sprintf(" (%d failed calls to Redis)", n)+": "+format, args...)
-		}
-	}
-	over(f.smp.began, until, known.minus(f.began), lasting, transient)
-	if !f.known.from.IsZero() {
-		todo := func(format string, args ...any) {
-			f.gated(false, rejoinOn(), "no "+rejoinEnv+"=1", f.known.todo+": "+format, args...)
-		}
-		over(f.known.from, time.Now(), end.minus(f.known.counters), todo, todo)
-	}
+	over(f.smp.began, time.Now(), end.minus(f.began), f.t.Errorf, transient)
 	if f.t.Failed() {
 		f.t.Logf("samples (ms since the fleet began: sessions by process):\n%s", f.smp.dump())
 		for i, s := range f.last {
@@ -449,36 +421,6 @@ func (f *fleet) check() {
 		smp, err := f.smp.count(ctx)
 		return smp.total == 0, err
 	})
-}
-
-// todoSlowRedis names what redisbudget lacks when Redis is late rather
-// than down: at a load of 17 on 2 cores 4–19 calls of each process failed
-// their 100 ms Timeout in 2.5 s, and MariaDB held 21 sessions of a budget
-// of 20 for 2 s (one process's slot not registered in Redis), in 1 run of
-// 3. Issue 18 item 5 wants the sum kept within the budget while the store
-// fails.
-const todoSlowRedis = "TODO(redisbudget: a slot taken again while Redis was late went to another process too)"
-
-// storeErrors is the calls to Redis that failed in the fleet's processes,
-// as each last reported (at its quit).
-func (f *fleet) storeErrors() uint64 {
-	var n uint64
-	for _, s := range f.last {
-		if s != nil {
-			n += s.StoreErrors
-		}
-	}
-	return n
-}
-
-// knownIssueFrom makes check assert the budget from now on only with
-// RESPOOL_MULTIPROC_REJOIN=1 (a TODO otherwise, named by todo): for a
-// behaviour of redisbudget main does not have yet.
-func (f *fleet) knownIssueFrom(todo string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	f.known.counters = f.counters(ctx)
-	f.known.from, f.known.todo = time.Now(), todo
 }
 
 // worker is a worker process and the pipes the parent drives it through.

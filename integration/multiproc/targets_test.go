@@ -25,13 +25,6 @@ const fairShareEnv = "RESPOOL_MULTIPROC_FAIRSHARE"
 
 func fairShareOn() bool { return os.Getenv(fairShareEnv) != "0" }
 
-// rejoinEnv=1 asserts what redisbudget does not do yet once Redis returns
-// or while it is late (see todoRejoin, todoSlowRedis); without it, that is
-// logged as TODO.
-const rejoinEnv = "RESPOOL_MULTIPROC_REJOIN"
-
-func rejoinOn() bool { return os.Getenv(rejoinEnv) == "1" }
-
 // idleTime is respool_max_idle_time of the budget's pools.
 func idleTime() time.Duration {
 	if fairShareOn() {

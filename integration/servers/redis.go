@@ -139,3 +139,21 @@ func (r *Redis) Stop(ctx context.Context) error {
 	}
 	return errors.Join(err, os.RemoveAll(r.dir))
 }
+
+// Freeze stops redis-server with SIGSTOP: it keeps its connections and
+// answers nothing, as a Redis late under load or cut off does, until Thaw.
+func (r *Redis) Freeze() error { return r.signal((*process).freeze) }
+
+// Thaw lets a redis-server stopped by Freeze run again (SIGCONT).
+func (r *Redis) Thaw() error { return r.signal((*process).thaw) }
+
+// signal applies f to the running redis-server.
+func (r *Redis) signal(f func(*process) error) error {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p == nil {
+		return errors.New("servers: redis-server is not running")
+	}
+	return f(p)
+}
