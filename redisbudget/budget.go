@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -69,7 +68,6 @@ type Budget struct {
 	leases map[string]bool // the slots held: a lease's name, and whether Redis holds it
 	down   bool            // Redis did not answer the last call
 	silent bool            // Redis did not answer since it last did and no call found it whole since (see scriptHead)
-	known  int             // the slots held when Redis last answered, less those given back since by calls that ran out of time: while down, the most it holds
 	closed bool
 
 	share, members int                     // as Redis last said
@@ -242,13 +240,13 @@ func (b *Budget) Acquire(ctx context.Context) (release func(), err error) {
 	defer b.mu.Unlock()
 	switch {
 	case err != nil:
+		// The call may have reached Redis (and a slot given back meanwhile
+		// may be another process's now): nothing is opened until Redis
+		// answers; the connections open serve on.
 		b.failed(err)
-		if len(b.leases) >= b.known {
-			b.refused++
-			return nil, fmt.Errorf("redisbudget %s: Redis does not answer (%v): holding the %d slots held before: %w",
-				b.c.Name, err, b.known, pool.ErrBudgetExhausted)
-		}
-		b.leases[name] = false // registered when Redis answers again (renew)
+		b.refused++
+		return nil, fmt.Errorf("redisbudget %s: Redis does not answer (%v): keeping the %d connections open, opening none: %w",
+			b.c.Name, err, len(b.leases), pool.ErrBudgetExhausted)
 	case res[0] == 0:
 		b.share, b.members, b.silent = int(res[1]), int(res[2]), false
 		b.answered()
@@ -280,41 +278,26 @@ func (b *Budget) release(name string) {
 	defer b.mu.Unlock()
 	if err != nil {
 		b.failed(err) // the lease expires within TTL
-		if late(err) {
-			// The ZREM may have been applied: the slot may be free in
-			// Redis, and taken by another process. Not one to take again
-			// until Redis answers.
-			b.known--
-		}
 		return
 	}
 	b.answered()
 }
 
-// late reports whether err is a call to Redis that ran out of time, which
-// may have been applied: unlike a refused connection, it says nothing of
-// what Redis did.
-func late(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
 // failed notes a call to Redis that failed (b.mu held): the first of a run
-// is logged; Acquire keeps within known meanwhile.
+// is logged; Acquire opens nothing meanwhile.
 func (b *Budget) failed(err error) {
 	b.storeErrors++
 	if b.down {
 		return
 	}
 	b.down, b.silent = true, true
-	b.c.Logger.Warn("redisbudget: Redis does not answer: keeping within the slots held",
-		slog.String("budget", b.c.Name), slog.Int("held", b.known), slog.String("error", err.Error()))
+	b.c.Logger.Warn("redisbudget: Redis does not answer: the connections open serve on, none is opened",
+		slog.String("budget", b.c.Name), slog.Int("held", len(b.leases)), slog.String("error", err.Error()))
 }
 
 // answered notes a call to Redis that succeeded (b.mu held), after the
 // leases it changed.
 func (b *Budget) answered() {
-	b.known = len(b.leases)
 	if !b.down {
 		return
 	}

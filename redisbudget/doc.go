@@ -18,12 +18,12 @@
 //
 // Redis may fail; queries may not: an Acquire waits at most Timeout for
 // Redis. While Redis does not answer, the process keeps within the slots
-// it held when it last heard from Redis (so that the sum stays within Max):
-// its connections serve on, and one closed meanwhile is opened again only
-// if Redis refused the call that gave its slot back (one that ran out of
-// time may have reached Redis, and the slot another process); it logs
-// once, tries again every Timeout, and registers its leases again when
-// Redis answers (pool.BudgetStats.Unregistered counts those it could not
+// it holds (so that the sum stays within Max): its connections serve on,
+// and none is opened, not even in place of one closed meanwhile (the call
+// that gave its slot back, or an Acquire that ran out of time, may have
+// reached Redis, and the slot be another process's now); it logs once,
+// tries again every Timeout, and registers its leases again when Redis
+// answers (pool.BudgetStats.Unregistered counts those it could not
 // register because others took the slots). When Redis comes back empty (a
 // restart without persistence), no slot is given for TTL/2, by which every
 // process has registered its leases again.
@@ -52,11 +52,12 @@
 // signals are sent again, and read by Guards subscribing again, while they
 // hold.
 //
-// Limits: a process that held no slot when Redis stopped answering opens
-// none until it answers again; and a process cut off from Redis (while the
-// others reach it) for longer than TTL keeps opening up to the slots it
-// held while its leases expire and others take them, so the sum may exceed
-// Max for that long. The scripts need Redis 5 or later (TIME before a
+// Limits: a process opens no connection while Redis does not answer (one
+// that held none serves nothing until Redis is back); and a process cut off
+// from Redis (while the others reach it) for longer than TTL keeps the
+// connections it has while their leases expire and others take the slots,
+// so the sum may exceed Max until it hears from Redis again and gives back
+// what is owed. The scripts need Redis 5 or later (TIME before a
 // write); every key of a budget is in one hash slot ({Name}), so that they
 // run on a Redis Cluster too.
 package redisbudget
