@@ -210,7 +210,7 @@ func measureHot(t *testing.T, mode string) hotResult {
 		t.Errorf("%s: %d statements failed: %s", mode, st.Errors, st.LastError)
 	}
 	if st.Creates > 0 {
-		t.Logf("%s: the hot process's pool made %d connections, failed %d, destroyed %+v", mode, st.Creates, st.CreateFailures, st.Destroys)
+		t.Logf("%s: the hot process's pool made %d connections, failed %d, destroyed %+v; %d of its calls to Redis failed", mode, st.Creates, st.CreateFailures, st.Destroys, st.StoreErrors)
 	}
 	return hotResult{rate: float64(st.Takes) / st.Window.Seconds(), p50: st.P50, p99: st.P99, sessions: total,
 		opened: f.dials(), refused: c.refused}
