@@ -194,18 +194,25 @@ func dialerOf(cfg Config) (dialer, dsnform.Secrets, error) {
 		mc.Logger = quietMySQL{} // the driver's lines on a broken session: the Budget logs the loss once
 		return &myDialer{cfg: mc, keys: k, max: cfg.Max}, text.Secrets.With(mc.Passwd), nil
 	}
+	cc, secrets, err := pgConfig(text, "respool budget "+cfg.Name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dbbudget: Config.DSN: %w", err)
+	}
+	return &pgDialer{cc: cc, keys: k, max: cfg.Max}, secrets, nil
+}
+
+// pgConfig reads text's DSN with pgx; the session is named app
+// (application_name, at most 63 bytes) unless the DSN names it. The error
+// is redacted; the secrets returned include the password.
+func pgConfig(text *dsnform.Text, app string) (*pgx.ConnConfig, dsnform.Secrets, error) {
 	cc, err := pgx.ParseConfig(text.Rest)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dbbudget: Config.DSN: %w", text.Secrets.Redact(err))
+		return nil, nil, text.Secrets.Redact(err)
 	}
 	if cc.RuntimeParams["application_name"] == "" {
-		name := "respool budget " + cfg.Name
-		if len(name) > 63 {
-			name = name[:63]
-		}
-		cc.RuntimeParams["application_name"] = name
+		cc.RuntimeParams["application_name"] = app[:min(len(app), 63)]
 	}
-	return &pgDialer{cc: cc, keys: k, max: cfg.Max}, text.Secrets.With(cc.Password), nil
+	return cc, text.Secrets.With(cc.Password), nil
 }
 
 // Acquire takes a slot: a free lock in the database, unless this process

@@ -63,6 +63,18 @@
 // pool.BudgetStats.Unregistered, are locked again as slots come free, and take the
 // place of new ones (an Acquire's slot goes to one of them first).
 //
+// # Signals
+//
+// Share (independent of Budget) makes the Guards of processes sharing a
+// PostgreSQL database tell each other, with LISTEN/NOTIFY, what stops them
+// dialing: one process's pause (back-pressure) or open circuit pauses the
+// others' creations as long, as redisbudget.Share does through Redis.
+// Each Guard holds a session of its own for it; nothing is stored in the
+// database: a Guard that joins during a pause learns it from the Guard
+// that paused, which answers its hello (a process that ended meanwhile is
+// not heard). MySQL and MariaDB have no LISTEN/NOTIFY: Share refuses
+// their DSN.
+//
 // # Requirements
 //
 // The DSN must reach the server itself. Behind a pooler in transaction or

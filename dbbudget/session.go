@@ -44,7 +44,8 @@ type dialer interface {
 // keys are the budget's lock spaces, derived from its Name.
 type keys struct {
 	slot, member, want int32  // PostgreSQL: the first key of each space (31 bits)
-	channel            string // PostgreSQL: the LISTEN/NOTIFY channel
+	channel            string // PostgreSQL: the LISTEN/NOTIFY channel of the fair share
+	signals            string // PostgreSQL: the channel of Share's signals
 	prefix             string // MySQL: the prefix of the lock names
 }
 
@@ -60,5 +61,5 @@ func keysOf(name string) keys {
 	_, _ = h.Write([]byte("respool budget\x00" + name))
 	hex := strconv.FormatUint(h.Sum64(), 16)
 	return keys{slot: h32("slot"), member: h32("member"), want: h32("want"),
-		channel: "respool_budget_" + hex, prefix: "respool:" + hex + ":"}
+		channel: "respool_budget_" + hex, signals: "respool_signal_" + hex, prefix: "respool:" + hex + ":"}
 }

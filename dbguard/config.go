@@ -59,9 +59,10 @@ type Config struct {
 	// Guard. Ignored while ConnectRate is 0.
 	ConnectRateStore ratelimit.Store
 	// Join, when set, joins the Guard to those of the other processes that
-	// share its database (redisbudget.Share sets it): New calls it once
-	// with the Guard it made; tell is then given every event Listener is
-	// given, after Listener, and leave is called by Close. Nil: none.
+	// share its database (redisbudget.Share and dbbudget.Share set it):
+	// New calls it once with the Guard it made; tell is then given every
+	// event Listener is given, after Listener, and leave is called by
+	// Close. Nil: none.
 	Join func(g *Guard) (tell resilience.Listener, leave func())
 	// Clock is where time is read and timers set. Nil means clock.System().
 	Clock clock.Clock

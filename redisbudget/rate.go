@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/respool/respool/internal/peersig"
 	"github.com/respool/respool/resilience/ratelimit"
 )
 
@@ -56,7 +57,7 @@ type rateStore struct {
 }
 
 func newRateStore(cfg ShareConfig) *rateStore {
-	return &rateStore{c: cfg, id: processID(),
+	return &rateStore{c: cfg, id: peersig.ProcessID(),
 		health: health{name: cfg.Name, what: "counting the rate alone, at this process's share", logger: cfg.Logger},
 		procs:  map[string]int64{}, local: map[string]time.Time{}}
 }

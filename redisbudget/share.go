@@ -2,12 +2,8 @@ package redisbudget
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -102,15 +98,6 @@ func Share(c *dbguard.Config, cfg ShareConfig) error {
 	c.ConnectRateStore = newRateStore(cfg)
 	c.Join = func(g *dbguard.Guard) (resilience.Listener, func()) { return join(g, cfg) }
 	return nil
-}
-
-// processID names this process in Redis: host, pid and a random part (a
-// pid may be reused, and a test runs several "processes" in one).
-func processID() string {
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	host, _ := os.Hostname()
-	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(r[:])
 }
 
 // health notes whether Redis answers, for a log line when that changes.

@@ -2,31 +2,19 @@ package redisbudget
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/respool/respool/dbguard"
+	"github.com/respool/respool/internal/peersig"
 	"github.com/respool/respool/resilience"
 )
 
 // A signal is what a Guard tells the others: its creations paused, or its
 // circuit open, for a while. On the channel it is one line,
-// "v1 ORIGIN KIND MILLISECONDS".
-const (
-	signalPause = "pause"
-	signalOpen  = "open"
-)
-
-// minStep is how much later than the last signal sent a pause or an open
-// circuit must end for another to be sent: back-pressure extends a pause
-// at each refusal, which need not each reach Redis.
-const minStep = 100 * time.Millisecond
+// "v1 ORIGIN KIND MILLISECONDS" (peersig).
 
 // peer is one Guard joined to the others of its Name (Share): it sends its
 // Guard's pauses and openings, and pauses its Guard's creations on theirs.
@@ -42,23 +30,12 @@ type peer struct {
 	stop chan struct{} // closed by leave
 	wg   sync.WaitGroup
 
-	mu       sync.Mutex           // guards sentTill
-	sentTill map[string]time.Time // by kind: when the last signal sent said it ends
+	sent peersig.Sent // by kind: when the last signal sent said it ends
 }
 
 // remote is the reason of a pause a signal set: a pause whose reason is
 // one is not sent on.
-type remote struct {
-	kind, origin, name string
-}
-
-func (r *remote) Error() string {
-	what := "creations paused"
-	if r.kind == signalOpen {
-		what = "circuit open"
-	}
-	return fmt.Sprintf("redisbudget %s: %s in another process (%s)", r.name, what, r.origin)
-}
+type remote = peersig.Remote
 
 // join joins g to the Guards of cfg.Name: it subscribes to their channel
 // and starts the goroutines that send and receive; leave stops them.
@@ -76,40 +53,19 @@ func join(g *dbguard.Guard, cfg ShareConfig) (tell resilience.Listener, leave fu
 
 // newPeer returns g's peer, not yet subscribed nor sending.
 func newPeer(g *dbguard.Guard, cfg ShareConfig) *peer {
-	return &peer{c: cfg, channel: "respool:signal:" + cfg.Name, id: processID(), g: g,
+	return &peer{c: cfg, channel: "respool:signal:" + cfg.Name, id: peersig.ProcessID(), g: g,
 		health: health{name: cfg.Name, what: "signals are not shared meanwhile", logger: cfg.Logger},
-		out:    make(chan signal, 8), stop: make(chan struct{}), sentTill: map[string]time.Time{}}
+		out:    make(chan signal, 8), stop: make(chan struct{})}
 }
 
 // tell sends e's news, when it is a pause or an opening of this Guard's
 // own: never one a signal caused, nor a circuit opened for credentials
 // (its Err says so: see dbguard's refusedCredentials). It does not block.
 func (p *peer) tell(e resilience.Event) {
-	var r *remote
-	if errors.As(e.Err, &r) {
+	kind, d, ok := peersig.Of(e)
+	if !ok || !p.sent.Due(kind, e.Time.Add(d)) {
 		return
 	}
-	var kind string
-	var d time.Duration
-	switch {
-	case e.Mechanism == "pause" && e.Kind == resilience.EventPaused:
-		kind, d = signalPause, e.RetryAt.Sub(e.Time)
-	case e.Mechanism == "breaker" && e.Kind == resilience.EventStateChange && e.To == "open" && e.Err == nil:
-		kind, d = signalOpen, e.Delay
-	default:
-		return
-	}
-	if d <= 0 {
-		return
-	}
-	till := e.Time.Add(d)
-	p.mu.Lock()
-	if last, ok := p.sentTill[kind]; ok && till.Sub(last) < minStep {
-		p.mu.Unlock()
-		return
-	}
-	p.sentTill[kind] = till
-	p.mu.Unlock()
 	select {
 	case p.out <- signal{kind: kind, d: d, told: time.Now()}:
 	default:
@@ -179,9 +135,6 @@ end
 return out
 `)
 
-// kinds are the kinds of signal.
-var kinds = []string{signalPause, signalOpen}
-
 // stateKey is where the signal of kind that lasts longest is kept.
 func (p *peer) stateKey(kind string) string { return p.channel + ":" + kind }
 
@@ -225,9 +178,9 @@ func (p *peer) receive(msgs <-chan any) {
 
 // catchUp applies the signals kept in Redis that still hold.
 func (p *peer) catchUp() {
-	keys := make([]string, len(kinds))
-	args := make([]any, len(kinds))
-	for i, k := range kinds {
+	keys := make([]string, len(peersig.Kinds))
+	args := make([]any, len(peersig.Kinds))
+	for i, k := range peersig.Kinds {
 		keys[i], args[i] = p.stateKey(k), k
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(p.c.Timeout, publishTimeout))
@@ -245,26 +198,7 @@ func (p *peer) catchUp() {
 
 // apply applies one signal; it ignores this Guard's own, those it cannot
 // read, and all of them when the Guard's pause is off.
-func (p *peer) apply(payload string) {
-	f := strings.Fields(payload)
-	if len(f) != 4 || f[0] != "v1" || f[1] == p.id || (f[2] != signalPause && f[2] != signalOpen) {
-		return
-	}
-	ms, err := strconv.ParseInt(f[3], 10, 64)
-	pause := p.g.Pause()
-	if err != nil || ms <= 0 || pause == nil {
-		return
-	}
-	pause.Hold(time.Duration(ms)*time.Millisecond, &remote{kind: f[2], origin: originName(f[1]), name: p.c.Name})
-}
-
-// originName is a Guard's id without its random part: host:pid.
-func originName(id string) string {
-	if i := strings.LastIndexByte(id, ':'); i > 0 {
-		return id[:i]
-	}
-	return id
-}
+func (p *peer) apply(payload string) { peersig.Apply(p.g, payload, p.id, "redisbudget", p.c.Name) }
 
 // leave stops the goroutines and closes the subscription.
 func (p *peer) leave() {

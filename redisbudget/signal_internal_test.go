@@ -28,7 +28,7 @@ func sent(p *peer) []string {
 }
 
 // A Guard's own pause and open circuit are sent (a pause extended by less
-// than minStep is not sent again, a circuit opened for credentials not at
+// than peersig.MinStep is not sent again, a circuit opened for credentials not at
 // all); a signal received pauses the Guard's creations as long, and that
 // pause is not sent on; the Guard's own signals, and lines it cannot read,
 // change nothing.

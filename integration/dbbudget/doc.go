@@ -5,5 +5,7 @@
 // is killed with SIGKILL, frees its slots within a second; a session lost
 // neither blocks an Acquire nor lets the sum grow, and is taken again;
 // the fair share moves slots from a holder to a process that needs them;
-// and a DSN through PgBouncer is refused.
+// a DSN through PgBouncer is refused; and Share's signals (LISTEN/NOTIFY)
+// make one process's back-pressure or dead server stop the others dialing
+// within a second.
 package dbbudget

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 				}
 			}
 		}
+		// fullUser's logins beyond one are refused with 53300 (signal_test.go).
+		if err := pg.CreateUser(ctx, fullUser, budgetPassword); err != nil {
+			return started, err
+		}
 		return started, nil
 	}))
 }
