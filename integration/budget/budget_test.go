@@ -184,25 +184,8 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	name := budgetName(t)
 	b, _ := newBudget(t, name, 10, 3*time.Second)
 	ctx := context.Background()
-	var releases []func()
-	for range 2 {
-		r, err := b.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, r)
-	}
-	if err := rds.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted { // for the next tests
-			if err := rds.Start(context.Background()); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	releases := acquire(t, b, 2)
+	restart := killRedis(t)
 	releases[1]() // a connection closed while Redis is down: its call runs out of time
 	began := time.Now()
 	if _, err := b.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) {
@@ -217,10 +200,7 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	if st := b.Stats(); !st.StoreDown || st.Held != 1 {
 		t.Errorf("Redis down: %+v; want down, 1 held", st)
 	}
-	if err := rds.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	within, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	servers.WaitFor(t, within, "the lease registered again within a renewal", func() (bool, error) {

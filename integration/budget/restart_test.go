@@ -3,11 +3,13 @@ package budget
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
+	"github.com/respool/respool/redisbudget"
 )
 
 // Redis restarted empty: a process that holds no slot is given none before
@@ -20,32 +22,12 @@ func TestARestartedRedisGivesNoSlotBeforeTheHoldersRegisterAgain(t *testing.T) {
 	holder, _ := newBudget(t, name, 2, 3*time.Second)
 	other, _ := newBudget(t, name, 2, 3*time.Second)
 	ctx := context.Background()
-	var releases []func()
-	for range 2 {
-		r, err := holder.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, r)
-	}
-	if err := rds.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted { // for the next tests
-			if err := rds.Start(context.Background()); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	releases := acquire(t, holder, 2)
+	restart := killRedis(t)
 	if _, err := other.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) { // it sees Redis down
 		t.Fatalf("Acquire with Redis down, none held = %v; want ErrBudgetExhausted", err)
 	}
-	if err := rds.Start(ctx); err != nil { // empty: no persistence
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()                                // empty: no persistence
 	until := time.Now().Add(2 * time.Second) // past the settling (TTL/2) and the holder's renewal
 	for time.Now().Before(until) {
 		r, err := other.Acquire(ctx)
@@ -84,23 +66,9 @@ func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
 	name := budgetName(t)
 	b, _ := newBudget(t, name, 10, 3*time.Second)
 	ctx := context.Background()
-	first, err := b.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := b.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rds.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	thawed := false
-	defer func() {
-		if !thawed {
-			_ = rds.Thaw()
-		}
-	}()
+	slots := acquire(t, b, 2)
+	first, second := slots[0], slots[1]
+	thaw := freezeRedis(t)
 	second() // its ZREM times out: it may have been applied
 	if r, err := b.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) {
 		if err == nil {
@@ -108,10 +76,7 @@ func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
 		}
 		t.Fatalf("Acquire after a slot given back while Redis was late = %v; want ErrBudgetExhausted (the slot may be another's now)", err)
 	}
-	if err := rds.Thaw(); err != nil {
-		t.Fatal(err)
-	}
-	thawed = true
+	thaw()
 	within, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	servers.WaitFor(t, within, "a slot once Redis answers", func() (bool, error) {
@@ -125,4 +90,57 @@ func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
 		return err == nil, err
 	})
 	first()
+}
+
+// acquire takes n slots of b, failing the test if one is refused.
+func acquire(t *testing.T, b *redisbudget.Budget, n int) []func() {
+	t.Helper()
+	var releases []func()
+	for range n {
+		r, err := b.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, r)
+	}
+	return releases
+}
+
+// killRedis kills the suite's Redis and returns the func that starts it
+// again, empty (run at the test's end if the test did not: for the next
+// tests).
+func killRedis(t *testing.T) (restart func()) {
+	t.Helper()
+	if err := rds.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	restart = func() {
+		once.Do(func() {
+			if err := rds.Start(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(restart)
+	return restart
+}
+
+// freezeRedis stops the suite's Redis with SIGSTOP and returns the func
+// that lets it run again (run at the test's end if the test did not).
+func freezeRedis(t *testing.T) (thaw func()) {
+	t.Helper()
+	if err := rds.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	thaw = func() {
+		once.Do(func() {
+			if err := rds.Thaw(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(thaw)
+	return thaw
 }
