@@ -1,6 +1,7 @@
 package dbbudget
 
 import (
+	"github.com/respool/respool/internal/reclaim"
 	"github.com/respool/respool/pool"
 
 	"context"
@@ -189,7 +190,7 @@ func (b *Budget) askPools(n int, inUse bool) {
 	first := b.rotate
 	b.rotate++
 	b.mu.Unlock()
-	for i, part := range spread(n, len(pools), first) {
+	for i, part := range reclaim.Spread(n, len(pools), first) {
 		a := pools[i]
 		if part == 0 && !a.asked {
 			continue

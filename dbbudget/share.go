@@ -69,20 +69,3 @@ func (c census) reclaim(held int) (n int, inUse bool) {
 // free slot: always below its share; beyond it, unless a needy other
 // waits.
 func (c census) mayBorrow(held int) bool { return held < c.share || !c.needy }
-
-// spread divides n among k pools: each gets n/k, and n%k of them one more,
-// starting at first (rotated by the caller from one heartbeat to the next,
-// so that no pool is always asked for the remainder).
-func spread(n, k, first int) []int {
-	parts := make([]int, k)
-	if k == 0 {
-		return parts
-	}
-	for i := range parts {
-		parts[i] = n / k
-	}
-	for i := range n % k {
-		parts[(first+i)%k]++
-	}
-	return parts
-}

@@ -1,7 +1,6 @@
 package dbbudget
 
 import (
-	"slices"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -50,26 +49,6 @@ func TestCensusAndReclaim(t *testing.T) {
 		}
 		if got.mayBorrow(c.held) != c.mayBorrow {
 			t.Errorf("%s: mayBorrow(%d) = %v; want %v", c.name, c.held, !c.mayBorrow, c.mayBorrow)
-		}
-	}
-}
-
-// spread gives every pool n/k and the remainder one each from first on,
-// round: the parts sum to n.
-func TestSpread(t *testing.T) {
-	for _, c := range []struct {
-		n, k, first int
-		want        []int
-	}{
-		{0, 2, 0, []int{0, 0}},
-		{3, 1, 5, []int{3}},
-		{3, 2, 0, []int{2, 1}},
-		{3, 2, 1, []int{1, 2}},
-		{5, 3, 2, []int{2, 1, 2}},
-		{1, 0, 0, []int{}},
-	} {
-		if got := spread(c.n, c.k, c.first); !slices.Equal(got, c.want) {
-			t.Errorf("spread(%d, %d, %d) = %v; want %v", c.n, c.k, c.first, got, c.want)
 		}
 	}
 }

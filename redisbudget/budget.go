@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/respool/respool/internal/reclaim"
 	"github.com/respool/respool/internal/resil"
 	"github.com/respool/respool/pool"
 )
@@ -72,6 +75,7 @@ type Budget struct {
 
 	share, members int                     // as Redis last said
 	pools          map[int]func(int, bool) // the pools attached (Attach), by attachment number
+	rotate         int                     // the first pool asked for the remainder of an ask (reclaim.Spread)
 	asked          int                     // what they were last asked for (reclaim)
 	askedInUse     bool
 
@@ -477,14 +481,11 @@ func (b *Budget) reclaim(n int, inUse bool) (ask func()) {
 		return func() {}
 	}
 	b.asked, b.askedInUse = n, inUse
+	ids := slices.Sorted(maps.Keys(b.pools)) // in attachment order: the remainder rotates over them
+	b.rotate++
 	var asks []func()
-	i := 0
-	for _, f := range b.pools {
-		part := n / len(b.pools)
-		if i < n%len(b.pools) {
-			part++
-		}
-		i++
+	for i, part := range reclaim.Spread(n, len(ids), b.rotate) {
+		f := b.pools[ids[i]]
 		asks = append(asks, func() { f(part, inUse) })
 	}
 	return func() {
