@@ -184,7 +184,7 @@ func TestRedisDownKeepsWithinTheSlotsHeld(t *testing.T) {
 	name := budgetName(t)
 	b, _ := newBudget(t, name, 10, 3*time.Second)
 	ctx := context.Background()
-	releases := acquire(t, b, 2)
+	releases := servers.AcquireSlots(t, b, 2)
 	restart := killRedis(t)
 	releases[1]() // a connection closed while Redis is down: its call runs out of time
 	began := time.Now()

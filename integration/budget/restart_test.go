@@ -9,7 +9,6 @@ import (
 
 	"github.com/respool/respool/integration/servers"
 	"github.com/respool/respool/pool"
-	"github.com/respool/respool/redisbudget"
 )
 
 // Redis restarted empty: a process that holds no slot is given none before
@@ -22,7 +21,7 @@ func TestARestartedRedisGivesNoSlotBeforeTheHoldersRegisterAgain(t *testing.T) {
 	holder, _ := newBudget(t, name, 2, 3*time.Second)
 	other, _ := newBudget(t, name, 2, 3*time.Second)
 	ctx := context.Background()
-	releases := acquire(t, holder, 2)
+	releases := servers.AcquireSlots(t, holder, 2)
 	restart := killRedis(t)
 	if _, err := other.Acquire(ctx); !errors.Is(err, pool.ErrBudgetExhausted) { // it sees Redis down
 		t.Fatalf("Acquire with Redis down, none held = %v; want ErrBudgetExhausted", err)
@@ -66,7 +65,7 @@ func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
 	name := budgetName(t)
 	b, _ := newBudget(t, name, 10, 3*time.Second)
 	ctx := context.Background()
-	slots := acquire(t, b, 2)
+	slots := servers.AcquireSlots(t, b, 2)
 	first, second := slots[0], slots[1]
 	thaw := freezeRedis(t)
 	second() // its ZREM times out: it may have been applied
@@ -90,20 +89,6 @@ func TestASlotGivenBackWhileRedisIsLateIsNotTakenAgain(t *testing.T) {
 		return err == nil, err
 	})
 	first()
-}
-
-// acquire takes n slots of b, failing the test if one is refused.
-func acquire(t *testing.T, b *redisbudget.Budget, n int) []func() {
-	t.Helper()
-	var releases []func()
-	for range n {
-		r, err := b.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, r)
-	}
-	return releases
 }
 
 // killRedis kills the suite's Redis and returns the func that starts it

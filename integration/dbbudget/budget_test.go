@@ -83,7 +83,7 @@ func TestAKilledSessionFreesItsSlotsWithinASecond(t *testing.T) {
 		holder := newBudget(t, s, "budget_a", name, 3, time.Second)
 		other := newBudget(t, s, "budget_b", name, 3, time.Second)
 		ctx := context.Background()
-		acquireN(t, holder, 3)
+		servers.AcquireSlots(t, holder, 3)
 		mustBeRefused(t, other, "a full budget")
 		admin := servers.AdminConn(t, ctx, s)
 		killed := time.Now()
@@ -152,7 +152,7 @@ func TestALostSessionKeepsWithinTheSlotsHeld(t *testing.T) {
 		defer proxy.Close()
 		const timeout = 200 * time.Millisecond
 		b := newBudget(t, proxy.Server(as(s, "budget_a")), "budget_a", budgetName(t), 10, timeout)
-		releases := acquireN(t, b, 2)
+		releases := servers.AcquireSlots(t, b, 2)
 		proxy.StopForwarding()
 		defer proxy.Forward()
 		began := time.Now()

@@ -125,6 +125,6 @@ func TestAProcessKilledWithSIGKILLFreesItsSlotsWithinASecond(t *testing.T) {
 			return err == nil, err
 		})
 		t.Logf("a slot came back %v after SIGKILL", time.Since(killed))
-		acquireN(t, other, 2) // all three
+		servers.AcquireSlots(t, other, 2) // all three
 	})
 }

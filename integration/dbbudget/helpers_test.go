@@ -119,20 +119,6 @@ func killSessionsOf(t *testing.T, admin *sql.Conn, s *servers.Server, user strin
 	}
 }
 
-// acquireN takes n slots of b, failing the test otherwise.
-func acquireN(t *testing.T, b *dbbudget.Budget, n int) []func() {
-	t.Helper()
-	var releases []func()
-	for range n {
-		r, err := b.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, r)
-	}
-	return releases
-}
-
 // mustBeRefused fails the test unless b refuses an Acquire as exhausted.
 func mustBeRefused(t *testing.T, b *dbbudget.Budget, what string) {
 	t.Helper()

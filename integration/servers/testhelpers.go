@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/respool/respool/pool"
 )
 
 // OpenDB opens a plain database/sql pool on dsn with the driver
@@ -83,4 +85,19 @@ func AdminConn(t testing.TB, ctx context.Context, s *Server) *sql.Conn {
 	}
 	t.Fatalf("no administrator's connection to %s: %v", s.Kind, errors.Join(errs...))
 	return nil
+}
+
+// AcquireSlots takes n slots of a shared budget b, failing the test if one
+// is refused, and returns the funcs that give them back.
+func AcquireSlots(t testing.TB, b pool.Budget, n int) []func() {
+	t.Helper()
+	var releases []func()
+	for range n {
+		r, err := b.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, r)
+	}
+	return releases
 }
